@@ -1,0 +1,38 @@
+"""The package's exception types: one base class, one class per kind of failure.
+
+Each class also subclasses the built-in it resembles, so ``except ValueError``
+keeps working for callers who do not know about mtl_opt.  The CLI maps these
+classes to exit codes (see ``mtl_opt.cli.ExitCode``).
+"""
+
+
+class MTLOptError(Exception):
+    """Base class of every error raised on purpose by mtl_opt."""
+
+
+class InvalidDataError(MTLOptError, ValueError):
+    """The data set is malformed: shapes, non-finite values, empty tasks, names."""
+
+
+class InvalidParameterError(MTLOptError, ValueError):
+    """A hyperparameter or option has the wrong type or is out of range."""
+
+
+class InstanceFileError(MTLOptError, ValueError):
+    """An instance file cannot be read, has unknown keys or bad values."""
+
+
+class CapabilityError(MTLOptError, ValueError):
+    """A backend was asked for a problem class it cannot solve (e.g. MIQP on HiGHS)."""
+
+
+class SolverUnavailableError(MTLOptError, RuntimeError):
+    """The requested solver backend is not installed or cannot be loaded."""
+
+
+class SolverError(MTLOptError, RuntimeError):
+    """The solver failed or returned no usable solution."""
+
+
+class NotFittedError(MTLOptError, AttributeError):
+    """An estimator was used before ``fit`` was called."""
