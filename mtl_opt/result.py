@@ -1,0 +1,199 @@
+"""FitResult: an estimate together with its certificate.
+
+Every fit in mtl_opt returns a ``FitResult``.  ``objective`` is the stated
+objective recomputed in float64 at the returned estimate; ``lower_bound`` is a
+*proven* lower bound on the optimal value (a solver's dual bound, a valid cut
+model or a dual feasible point) or ``None`` when the method has none.  The
+gaps are always computed here, from those two numbers, by one function.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidDataError
+
+#: The status vocabulary (DESIGN.md).  ``gap_limit`` is never merged into
+#: ``optimal`` nor ``time_limit`` into anything else.
+STATUSES = ("optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic",
+            "infeasible", "error")
+#: The estimate is proven to be within the requested tolerance.
+WITHIN_TOLERANCE = frozenset({"optimal", "gap_limit"})
+#: An estimate exists (coef is meaningful), proven or not.
+HAS_ESTIMATE = frozenset({"optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic"})
+
+
+def absolute_gap(objective: float | None, bound: float | None) -> float | None:
+    """``objective - bound``, or None when either is unknown."""
+    if objective is None or bound is None:
+        return None
+    return float(objective) - float(bound)
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``(objective - bound) / max(|objective|, 1e-12)``: the one gap definition used everywhere."""
+    gap = absolute_gap(objective, bound)
+    if gap is None:
+        return None
+    if gap == 0.0:  # also covers 0/0
+        return 0.0
+    return gap / max(abs(float(objective)), 1e-12)
+
+
+def certified_status(objective: float, lower_bound: float | None, rel_gap_tol: float) -> str:
+    """``optimal`` when the proven relative gap is within ``rel_gap_tol``, else ``heuristic``."""
+    gap = relative_gap(objective, lower_bound)
+    return "optimal" if gap is not None and gap <= rel_gap_tol else "heuristic"
+
+
+@dataclass
+class FitResult:
+    """An estimate, its objective value and, when proven, a lower bound.
+
+    Attributes
+    ----------
+    method : str
+        Estimator name, e.g. ``"molar"``.
+    coef : ndarray of shape (K, p)
+        Coefficients on the original scale of the data.
+    intercept : ndarray of shape (K,)
+    objective : float
+        The stated objective at ``coef``, recomputed in float64.
+    lower_bound : float or None
+        A proven lower bound on the optimum, or None (no certificate).
+    status : str
+        One of ``STATUSES``.
+    objective_name : str
+        What ``objective`` measures (e.g. "weighted-median LP").
+    bound_source : str or None
+        Where ``lower_bound`` comes from (e.g. "dual feasible point").
+    solver, solver_version : str
+    wall_time : float
+        Seconds for the whole fit.
+    log : list of dict
+        Per-iteration or per-stage records.
+    native : dict
+        Solver-native status and gap, unmodified.
+    task_names, feature_names : list of str
+    params : dict
+        The hyperparameters used.
+    extra : dict
+        Method-specific arrays or numbers (e.g. MOLAR's global coefficients).
+    """
+
+    method: str
+    coef: np.ndarray
+    intercept: np.ndarray
+    objective: float
+    lower_bound: float | None
+    status: str
+    objective_name: str = ""
+    bound_source: str | None = None
+    solver: str = ""
+    solver_version: str = ""
+    wall_time: float = 0.0
+    log: list = field(default_factory=list)
+    native: dict = field(default_factory=dict)
+    task_names: list = field(default_factory=list)
+    feature_names: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise InvalidDataError(f"FitResult status must be one of {STATUSES}; got {self.status!r}.")
+        self.coef = np.asarray(self.coef, dtype=float)
+        self.intercept = np.asarray(self.intercept, dtype=float)
+
+    @property
+    def abs_gap(self) -> float | None:
+        return absolute_gap(self.objective, self.lower_bound)
+
+    @property
+    def rel_gap(self) -> float | None:
+        return relative_gap(self.objective, self.lower_bound)
+
+    @property
+    def certified(self) -> bool:
+        """True when a proven lower bound exists."""
+        return self.lower_bound is not None
+
+    def summary(self) -> str:
+        """An aligned key/value report, HiGHS style."""
+        def num(x):
+            return "none" if x is None else f"{x:.9g}"
+
+        gap = self.rel_gap
+        gap_text = ("none (no certificate)" if gap is None
+                    else f"{100 * gap:.4g}% rel, {self.abs_gap:.3g} abs")
+        K, p = self.coef.shape
+        rows = [
+            ("Method", f"{self.method}  (K={K} tasks, p={p} features)"),
+            ("Status", self.status),
+            ("Objective", f"{num(self.objective)}  ({self.objective_name}, recomputed in float64)"),
+            ("Lower bound", f"{num(self.lower_bound)}"
+             + (f"  ({self.bound_source})" if self.bound_source else "")),
+            ("Gap", gap_text),
+            ("Solver", f"{self.solver} {self.solver_version}".strip() or "none"),
+            ("Time", f"{self.wall_time:.3g} s"),
+        ]
+        return "\n".join(f"  {key:<12} {value}" for key, value in rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; floats keep full precision, gaps are included for readers."""
+        out = _jsonable(asdict(self))
+        out["abs_gap"], out["rel_gap"] = self.abs_gap, self.rel_gap
+        return out
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """Serialize losslessly (``from_json(to_json())`` gives an equal result)."""
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FitResult":
+        d = {k: _unjson_array(v) for k, v in d.items() if k not in ("abs_gap", "rel_gap")}
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> "FitResult":
+        """Read a result written by ``to_json`` (a JSON string or a file path)."""
+        text = str(text_or_path)
+        if not text.lstrip().startswith("{"):
+            text = Path(text_or_path).read_text()
+        return cls.from_dict(json.loads(text))
+
+
+def _jsonable(obj):
+    """Arrays -> tagged lists, numpy scalars -> Python, recursively."""
+    if isinstance(obj, np.ndarray):
+        return {"__ndarray__": obj.tolist(), "dtype": str(obj.dtype), "shape": list(obj.shape)}
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return {"__float__": repr(obj)}
+    return obj
+
+
+def _unjson_array(v):
+    if isinstance(v, dict) and "__ndarray__" in v:
+        return np.array(v["__ndarray__"], dtype=v["dtype"]).reshape(v["shape"])
+    if isinstance(v, dict) and "__float__" in v:
+        return float(v["__float__"])
+    if isinstance(v, dict):
+        return {k: _unjson_array(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_unjson_array(x) for x in v]
+    return v
