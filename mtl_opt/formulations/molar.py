@@ -116,8 +116,9 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     """The weighted-median problem (P) for all covariates as one Pyomo LP.
 
     Components: ``z[k]`` (the medians), ``dev[m, k] >= 0``, constraints
-    ``upper[m, k]: dev >= b - z`` and ``lower[m, k]: dev >= z - b``, objective
-    ``obj``.  The dual of ``upper`` minus that of ``lower`` is a point of (D).
+    ``upper[m, k]: dev + z >= b`` and ``lower[m, k]: dev - z >= -b``, objective
+    ``obj``.  Both duals are >= 0 (Pyomo's sign convention for a ``>=`` row
+    written this way); the dual of ``upper`` minus that of ``lower`` is a point of (D).
     """
     values = np.asarray(values, dtype=float)
     weights = np.asarray(weights, dtype=float)
@@ -128,9 +129,9 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     model.z = pyo.Var(model.covariates)
     model.dev = pyo.Var(model.tasks, model.covariates, within=pyo.NonNegativeReals)
     model.upper = pyo.Constraint(model.tasks, model.covariates,
-                                 rule=lambda m, i, k: m.dev[i, k] >= float(values[i, k]) - m.z[k])
+                                 rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]))
     model.lower = pyo.Constraint(model.tasks, model.covariates,
-                                 rule=lambda m, i, k: m.dev[i, k] >= m.z[k] - float(values[i, k]))
+                                 rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]))
     model.obj = pyo.Objective(expr=sum(float(weights[i]) * model.dev[i, k]
                                        for i in range(M) for k in range(d)))
     return model

@@ -1,0 +1,125 @@
+"""The ``mtl-opt`` command: solve, validate and inspect instance files.
+
+Errors become one line on stderr and an exit code (``ExitCode``, listed in
+``mtl-opt --help``); a traceback means a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import (CapabilityError, InstanceFileError, InvalidDataError, InvalidParameterError,
+                     MTLOptError, SolverError, SolverUnavailableError)
+
+
+class ExitCode(enum.IntEnum):
+    #: an estimate was produced
+    OK = 0
+    #: a bug in mtl_opt
+    INTERNAL_ERROR = 1
+    #: the instance, data or parameters are invalid
+    INVALID_INPUT = 2
+    #: the solver failed or returned no solution
+    SOLVER_FAILURE = 3
+
+
+ERROR_CODES = {
+    InstanceFileError: ExitCode.INVALID_INPUT,
+    InvalidDataError: ExitCode.INVALID_INPUT,
+    InvalidParameterError: ExitCode.INVALID_INPUT,
+    CapabilityError: ExitCode.INVALID_INPUT,
+    SolverUnavailableError: ExitCode.SOLVER_FAILURE,
+    SolverError: ExitCode.SOLVER_FAILURE,
+    MTLOptError: ExitCode.INVALID_INPUT,
+}
+
+EPILOG = """exit codes:
+  0  an estimate was produced (the report says whether its gap is proven)
+  1  internal error (a bug in mtl-opt)
+  2  invalid input: instance file, data, parameters, or a backend that cannot do the job
+  3  solver failure: the solver is missing, failed, or found no solution"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mtl-opt", description="Multi-task learning estimators with certified optimality gaps.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mtl-opt {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    solve = commands.add_parser("solve", help="solve an instance file and write a JSON result",
+                                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    solve.add_argument("instance", type=Path, help="instance file (TOML)")
+    solve.add_argument("--backend", choices=["highs", "scip"], help="override [solve] backend")
+    solve.add_argument("--time-limit", type=float, help="override [solve] time_limit (seconds)")
+    solve.add_argument("--rel-gap", type=float, help="override [solve] rel_gap")
+    solve.add_argument("--out", type=Path,
+                       help="where to write the JSON result (default: out/<instance name>.json)")
+    solve.add_argument("--quiet", action="store_true", help="print nothing but errors")
+
+    validate = commands.add_parser("validate", help="check an instance file and its data without solving")
+    validate.add_argument("instance", type=Path)
+
+    commands.add_parser("solvers", help="list solver backends, versions and capabilities")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"solve": _solve, "validate": _validate, "solvers": _solvers}[args.command](args)
+    except MTLOptError as exc:
+        print(f"mtl-opt: error: {exc}", file=sys.stderr)
+        return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))
+
+
+def _solve(args) -> int:
+    from .instance import load_instance
+
+    instance = load_instance(args.instance)
+    data = instance.load_data()
+    estimator = instance.estimator(backend=args.backend, time_limit=args.time_limit,
+                                   rel_gap=args.rel_gap)
+    if not args.quiet:
+        changed = ", ".join(f"{k}={v!r}" for k, v in instance.params.items()) or "defaults"
+        print(f"mtl-opt {__version__}  instance {args.instance}")
+        print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
+              f"parameters: {changed}\n")
+    result = estimator.fit(data).result_
+    out = args.out or Path("out") / f"{args.instance.stem}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    result.to_json(out)
+    if not args.quiet:
+        print(result.summary())
+        print(f"  {'Result':<12} {out}")
+    return ExitCode.OK
+
+
+def _validate(args) -> int:
+    from .instance import load_instance
+
+    instance = load_instance(args.instance)
+    data = instance.load_data()
+    instance.estimator()
+    print(f"{args.instance}: valid ({instance.method}, K={data.n_tasks} tasks, "
+          f"p={data.n_features} features, n={data.n_total} observations)")
+    return ExitCode.OK
+
+
+def _solvers(args) -> int:
+    from .solvers.backends import CAPABILITIES, list_backends
+
+    header = f"{'backend':<8} {'available':<10} {'version':<10} " + " ".join(f"{c:<9}" for c in CAPABILITIES)
+    print(header)
+    for row in list_backends():
+        caps = " ".join(f"{'yes' if row[c] else 'no':<9}" for c in CAPABILITIES)
+        print(f"{row['name']:<8} {'yes' if row['available'] else 'no':<10} {row['version'] or '-':<10} {caps}")
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Instance files: a TOML description of data, method and solve options.
+
+    [data]                      # where the data is, relative to this file
+    path = "molar_demo.csv"
+    task = "task"               # CSV: task and response columns,
+    response = "y"              #      features = [...] (default: all others)
+    # npz: X / y / task name the arrays (defaults "X", "y", "task")
+
+    [method]
+    name = "molar"              # a key of mtl_opt.estimators.ESTIMATORS
+    threshold = "hard"          # any other key is a hyperparameter of that estimator
+
+    [solve]                     # optional; only for methods that use a solver
+    backend = "highs"
+    time_limit = 60.0
+    rel_gap = 1e-6
+    seed = 0                    # also: abs_gap, threads, verbose, [solve.solver_options]
+
+Unknown tables or keys are errors: a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from .data import MultiTaskData
+from .errors import InstanceFileError, InvalidParameterError
+from .estimators import ESTIMATORS, MTLEstimator
+from .solvers.options import SolveOptions
+
+DATA_KEYS = {"csv": {"path", "task", "response", "features"},
+             "npz": {"path", "X", "y", "task"}}
+#: Estimator parameters that come from [solve], not [method].
+SOLVE_PARAMS = ("backend", "solve_options")
+SOLVE_KEYS = {"backend"} | {f.name for f in dataclasses.fields(SolveOptions)}
+
+
+@dataclass
+class Instance:
+    """A parsed instance file: data location, method, hyperparameters and solve options."""
+
+    path: Path
+    data_spec: dict
+    method: str
+    params: dict
+    backend: str | None = None
+    options: SolveOptions = field(default_factory=SolveOptions)
+
+    def load_data(self) -> MultiTaskData:
+        """Read the data file the instance points to."""
+        spec = dict(self.data_spec)
+        data_path = (self.path.parent / spec.pop("path")).resolve()
+        if data_path.suffix == ".npz":
+            return MultiTaskData.from_npz(data_path, **spec)
+        return MultiTaskData.from_csv(data_path, **spec)
+
+    def estimator(self, *, backend: str | None = None, **option_overrides) -> MTLEstimator:
+        """The configured estimator; ``backend`` and options override the file's [solve] table."""
+        cls = ESTIMATORS[self.method]
+        backend = backend or self.backend
+        options = self.options.with_updates(**option_overrides)
+        takes_solver = "solve_options" in cls.param_names()
+        if not takes_solver and (backend is not None or options != SolveOptions()):
+            raise InstanceFileError(
+                f"{self.path}: method {self.method!r} uses no solver, so backend and solve "
+                f"options have no effect; remove them.")
+        extra = {"backend": backend, "solve_options": options} if takes_solver else {}
+        estimator = cls(**self.params, **extra)
+        estimator._check_params()
+        return estimator
+
+
+def load_instance(path: str | Path) -> Instance:
+    """Parse and check an instance file (data is not read; see ``Instance.load_data``)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InstanceFileError(f"instance file {str(path)!r} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
+    _only_keys(path, "the top level", raw, {"data", "method", "solve"})
+    for table in ("data", "method"):
+        if not isinstance(raw.get(table), dict):
+            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    data_spec = _data_spec(path, raw["data"])
+    method, params = _method(path, raw["method"])
+    solve = dict(raw.get("solve", {}))
+    _only_keys(path, "[solve]", solve, SOLVE_KEYS)
+    backend = solve.pop("backend", None)
+    try:
+        options = SolveOptions(**solve)
+    except (TypeError, InvalidParameterError) as exc:
+        raise InstanceFileError(f"{path}: [solve]: {exc}") from None
+    return Instance(path=path, data_spec=data_spec, method=method, params=params,
+                    backend=backend, options=options)
+
+
+def _data_spec(path: Path, table: dict) -> dict:
+    if "path" not in table or not isinstance(table["path"], str):
+        raise InstanceFileError(f"{path}: [data] needs path = \"<data file relative to the instance>\".")
+    kind = "npz" if table["path"].endswith(".npz") else "csv"
+    _only_keys(path, f"[data] ({kind} file)", table, DATA_KEYS[kind])
+    if kind == "csv" and not {"task", "response"} <= table.keys():
+        raise InstanceFileError(f"{path}: [data] for a CSV file needs task and response column names.")
+    return dict(table)
+
+
+def _method(path: Path, table: dict) -> tuple[str, dict]:
+    params = dict(table)
+    name = params.pop("name", None)
+    if name not in ESTIMATORS:
+        raise InstanceFileError(
+            f"{path}: [method] name must be one of {sorted(ESTIMATORS)}; got {name!r}.")
+    allowed = set(ESTIMATORS[name].param_names()) - set(SOLVE_PARAMS)
+    _only_keys(path, f"[method] ({name})", params, allowed)
+    return name, params
+
+
+def _only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise InstanceFileError(
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"allowed: {', '.join(sorted(allowed))}.")

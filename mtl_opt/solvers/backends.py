@@ -1,0 +1,510 @@
+"""Pyomo -> HiGHS / SCIP adapters: capabilities, options, status and bound normalization.
+
+One adapter class per backend, in the style of CVXPY's solver interfaces and
+Pyomo's ``contrib.solver`` (see STYLE.md sections 2, 3 and 5):
+
+- what a backend can do is data (``capabilities``, matching DESIGN.md's
+  table), and a request it cannot serve is refused with an error naming a
+  backend that can;
+- common options (``SolveOptions``) become native options in one function
+  per adapter, ``solver_options`` last;
+- the native status goes through one dict per adapter into mtl_opt's
+  vocabulary (``STATUSES``), never merging ``gap_limit`` into ``optimal`` or
+  ``time_limit`` into anything; an unknown status becomes ``error`` with a
+  logged warning;
+- ``BackendResult.bound`` is the solver's dual bound, never its incumbent,
+  and gaps use ``mtl_opt.result.relative_gap``, the one definition in mtl_opt.
+
+All models are minimizations, so the bound is a lower bound.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pyomo.environ as pyo  # importing it registers the contrib solvers
+from pyomo.common.tee import capture_output
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import SolutionStatus
+from pyomo.repn import generate_standard_repn
+
+from mtl_opt.errors import (
+    CapabilityError,
+    InvalidParameterError,
+    SolverError,
+    SolverUnavailableError,
+)
+from mtl_opt.result import absolute_gap, relative_gap
+from mtl_opt.solvers.options import SolveOptions
+
+logger = logging.getLogger(__name__)
+
+# Problem classes a backend may solve, and features it may offer.
+LP, MILP, QP, MIQP = "lp", "milp", "qp", "miqp"
+LAZY_CUTS = "lazy_cuts"
+PROBLEM_CLASSES = (LP, MILP, QP, MIQP)
+CAPABILITIES = PROBLEM_CLASSES + (LAZY_CUTS,)
+
+#: Every status a backend reports.  ``gap_limit``: stopped because the
+#: solver's own gap reached ``rel_gap``/``abs_gap`` (SCIP says so; HiGHS
+#: reports ``optimal`` then).  ``iteration_limit``: any count limit (nodes,
+#: iterations, solutions).
+STATUSES = ("optimal", "gap_limit", "time_limit", "iteration_limit", "infeasible",
+            "unbounded", "error")
+
+#: Other ways out, added to a CapabilityError's message.
+_WORKAROUNDS = {MIQP: "solver='oa' which needs only a MILP solver"}
+
+
+def _finite(value: float | None) -> float | None:
+    """The value, or None when it is missing or not finite (a solver's 'infinity')."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _check_capability_name(capability: str) -> None:
+    if capability not in CAPABILITIES:
+        raise InvalidParameterError(
+            f"Unknown problem class or feature {capability!r}; "
+            f"valid values are {', '.join(CAPABILITIES)}."
+        )
+
+
+@dataclass(frozen=True)
+class BackendResult:
+    """What one backend solve produced, in mtl_opt's vocabulary.
+
+    Attributes
+    ----------
+    status : str
+        One of ``STATUSES``.
+    has_solution : bool
+        Whether a feasible point was found; if so it is loaded into the model.
+    objective : float or None
+        The solver's incumbent objective, as reported.  For a nonlinear
+        objective SCIP reports its epigraph variable, which may sit within
+        feasibility tolerance (~1e-7) below the objective at the loaded
+        point: callers recompute objectives (DESIGN.md).
+    bound : float or None
+        The solver's dual (lower) bound; None when it gives none.
+    solver, solver_version : str
+        E.g. ``"HiGHS"``, ``"1.16.0"``.
+    wall_time : float
+        Seconds spent in the Pyomo call (model translation included).
+    problem_class : str
+        The class the model was solved as (one of ``PROBLEM_CLASSES``).
+    native : dict
+        Native figures, unmodified: ``status`` (the solver's own status
+        string), ``gap`` (the solver's own gap definition) and
+        ``termination_condition`` (Pyomo's).
+    """
+
+    status: str
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    solver: str
+    solver_version: str
+    wall_time: float
+    problem_class: str
+    native: dict = field(default_factory=dict)
+    _results: Any = field(default=None, repr=False, compare=False)  # Pyomo Results, for duals
+
+    @property
+    def gap(self) -> float | None:
+        """Our relative gap (``relative_gap``), None without objective or bound."""
+        return relative_gap(self.objective, self.bound)
+
+    @property
+    def abs_gap(self) -> float | None:
+        """``objective - bound``, None without objective or bound."""
+        return absolute_gap(self.objective, self.bound)
+
+
+class Backend(abc.ABC):
+    """A solver reached through Pyomo's ``contrib.solver`` interface.
+
+    Subclasses declare data (names, capabilities, status map) and implement
+    ``_translate`` (common options -> native names), ``_native_status``
+    (precise native status and gap) and ``_new_native_model``/``_accepts``
+    (native option check); they may override ``_prepare`` and ``_duals``.
+    Everything else (checks, the Pyomo call, timing, results) is shared here.
+    """
+
+    name: ClassVar[str]  # registry key, e.g. "highs"
+    label: ClassVar[str]  # display name, e.g. "HiGHS"
+    pyomo_name: ClassVar[str]  # name in Pyomo's contrib SolverFactory
+    install_hint: ClassVar[str]
+    capabilities: ClassVar[frozenset[str]]
+    STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
+    LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
+
+    # --- what the backend is and can do -------------------------------------
+
+    def available(self) -> bool:
+        """Whether the solver can be used here (never raises)."""
+        try:
+            return bool(SolverFactory(self.pyomo_name).available())
+        except Exception:  # a broken install is "not available", not a crash
+            logger.debug("%s availability check failed", self.label, exc_info=True)
+            return False
+
+    def version(self) -> str:
+        """The solver's version, e.g. ``"1.16.0"``."""
+        self._require_available()
+        return ".".join(str(part) for part in SolverFactory(self.pyomo_name).version())
+
+    def check(self, capability: str) -> None:
+        """Raise CapabilityError, naming who can, if ``capability`` is not supported."""
+        _check_capability_name(capability)
+        if capability in self.capabilities:
+            return
+        ways = [f"backend='{name}'" for name, cls in BACKENDS.items()
+                if capability in cls.capabilities]
+        ways += [_WORKAROUNDS[capability]] if capability in _WORKAROUNDS else []
+        what = ("does not support lazy cuts" if capability == LAZY_CUTS
+                else f"cannot solve {capability.upper()} problems")
+        raise CapabilityError(f"{self.label} {what}; use {', or '.join(ways)}.")
+
+    def native_options(self, opts: SolveOptions) -> dict[str, Any]:
+        """Native options for ``opts``: the common ones translated, ``solver_options`` last."""
+        common = {key: value for key, value in self._translate(opts).items() if value is not None}
+        return {**common, **opts.solver_options}
+
+    # --- solving ---------------------------------------------------------------
+
+    def solve(self, model: pyo.Block, problem_class: str,
+              opts: SolveOptions | None = None) -> BackendResult:
+        """Solve the minimization ``model`` as a ``problem_class`` problem.
+
+        A found solution (optimal or not, e.g. the incumbent of a time-limited
+        run) is loaded into the model's variables.  An LP is solved with the
+        adapter's ``LP_OPTIONS``, so ``load_duals`` can follow.  Solver
+        failures raise SolverError; a stopped or infeasible run is a status,
+        not an error.
+        """
+        self._check_request(model, problem_class)
+        opts = SolveOptions() if opts is None else opts
+        self._reject_bad_options(opts.solver_options)
+        options = self.native_options(opts)
+        if problem_class == LP:
+            options = {**self.LP_OPTIONS, **options}  # solver_options still win
+        self._prepare(options)
+
+        solver = SolverFactory(self.pyomo_name)
+        start = time.perf_counter()
+        try:
+            results = solver.solve(model, tee=opts.verbose, load_solutions=False,
+                                   raise_exception_on_nonoptimal_result=False,
+                                   solver_options=options)
+        except Exception as exc:
+            raise SolverError(
+                f"{self.label} failed on this {problem_class.upper()} model: {exc} "
+                "(rerun with verbose=True to see the solver log)."
+            ) from exc
+        wall_time = time.perf_counter() - start
+
+        # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
+        native_status, native_gap = self._native_status(solver._solver_model)
+        status = self.STATUS.get(native_status)
+        if status is None:
+            logger.warning("%s returned unhandled status %r; reporting 'error'.",
+                           self.label, native_status)
+            status = "error"
+        has_solution = results.solution_status in (SolutionStatus.feasible,
+                                                   SolutionStatus.optimal)
+        if has_solution:
+            results.solution_loader.load_vars()
+        return BackendResult(
+            status=status, has_solution=has_solution,
+            objective=_finite(results.incumbent_objective),
+            bound=_finite(results.objective_bound),
+            solver=self.label, solver_version=self.version(), wall_time=wall_time,
+            problem_class=problem_class,
+            native={"status": native_status, "gap": native_gap,
+                    "termination_condition": results.termination_condition.name},
+            _results=results,
+        )
+
+    def load_duals(self, model: pyo.Block, result: BackendResult,
+                   constraints: Iterable[Any] | None = None) -> dict[Any, float]:
+        """Dual values ``{ConstraintData: float}`` of the LP ``model`` solved into ``result``.
+
+        ``constraints`` selects rows (default: every active constraint of
+        ``model``).  Pyomo's sign convention, on every backend: the dual is
+        d(objective)/d(bound) of the row in Pyomo's form ``lb <= con.body <=
+        ub``.  So ``x + y >= 2`` (body ``x + y``) has a dual >= 0 and
+        ``x - y <= 1`` a dual <= 0, but ``y >= 2 - x`` is kept as
+        ``2 - x - y <= 0`` and has a dual <= 0: write rows with the variables
+        on the left to read duals the natural way.
+        Raises SolverError when the solve has no duals
+        (not an LP, not optimal, or ``LP_OPTIONS`` overridden on SCIP).
+        """
+        if result._results is None or result.solver != self.label:
+            raise SolverError(f"load_duals needs a result of {self.label}.solve; "
+                              f"got one from {result.solver}.")
+        if result.problem_class != LP or result.status != "optimal":
+            raise SolverError(
+                "Duals exist only for an LP solved to optimality; this "
+                f"{result.problem_class.upper()} solve ended '{result.status}'."
+            )
+        if constraints is None:
+            constraints = model.component_data_objects(pyo.Constraint, active=True)
+        try:
+            return self._duals(result._results, list(constraints))
+        except SolverError:
+            raise
+        except Exception as exc:
+            raise SolverError(f"{self.label} gave no duals for this solve: {exc}") from exc
+
+    # --- adapter hooks -----------------------------------------------------------
+
+    @abc.abstractmethod
+    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
+        """Common options under native names; None values are dropped."""
+
+    @abc.abstractmethod
+    def _native_status(self, native_model: Any) -> tuple[str, float]:
+        """The native status string (a key of ``STATUS``) and native gap."""
+
+    @abc.abstractmethod
+    def _new_native_model(self) -> Any:
+        """A fresh native solver object, used to check native option names and values."""
+
+    @abc.abstractmethod
+    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
+        """Whether the solver takes option ``key=value`` (set on ``probe``)."""
+
+    def _prepare(self, options: Mapping[str, Any]) -> None:
+        """Process-level set-up the native options need before a solve (default: none)."""
+
+    def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
+        """Duals of ``constraints`` through Pyomo's solution loader."""
+        return dict(results.solution_loader.get_duals(constraints))
+
+    # --- helpers -----------------------------------------------------------------
+
+    def _check_request(self, model: pyo.Block, problem_class: str) -> None:
+        """Refuse, before any work, what this backend cannot or should not solve."""
+        if problem_class not in PROBLEM_CLASSES:
+            raise InvalidParameterError(f"problem_class must be one of "
+                                        f"{', '.join(PROBLEM_CLASSES)}; got {problem_class!r}.")
+        self.check(problem_class)
+        if any(obj.sense != pyo.minimize
+               for obj in model.component_data_objects(pyo.Objective, active=True)):
+            raise InvalidParameterError(
+                "Backends solve minimization models (the bound is a lower bound); "
+                "negate the objective of this maximization model."
+            )
+        self._require_available()
+
+    def _require_available(self) -> None:
+        if not self.available():
+            raise SolverUnavailableError(
+                f"{self.label} is not available in this Python environment; {self.install_hint}."
+            )
+
+    def _reject_bad_options(self, solver_options: Mapping[str, Any]) -> None:
+        """Refuse native options the solver rejects, before solving (HiGHS would only log them)."""
+        if not solver_options:
+            return
+        bad = []
+        with capture_output(capture_fd=True):  # native setters print their complaints
+            probe = self._new_native_model()
+            for key, value in solver_options.items():
+                try:
+                    accepted = self._accepts(probe, key, value)
+                except Exception:  # wrong type or unknown name
+                    accepted = False
+                if not accepted:
+                    bad.append(f"{key}={value!r}")
+        if bad:
+            raise InvalidParameterError(
+                f"{self.label} rejects solver_options {', '.join(bad)}: unknown name or "
+                f"value out of range; see the {self.label} option reference."
+            )
+
+
+class HighsBackend(Backend):
+    """HiGHS via Pyomo's ``highs`` (highspy): LP, MILP and continuous convex QP."""
+
+    name, label, pyomo_name = "highs", "HiGHS", "highs"
+    install_hint = "install it with `pip install highspy`"
+    capabilities = frozenset({LP, MILP, QP})
+    STATUS = {  # highspy.HighsModelStatus member names
+        "kOptimal": "optimal",
+        "kTimeLimit": "time_limit",
+        "kIterationLimit": "iteration_limit",
+        "kSolutionLimit": "iteration_limit",  # MIP node / solution / improvement limits
+        "kInfeasible": "infeasible",
+        "kUnbounded": "unbounded",
+        "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
+        **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
+                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
+                         "kInterrupt", "kHighsInterrupt"), "error"),
+    }
+
+    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
+        return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,
+                "mip_abs_gap": opts.abs_gap, "threads": opts.threads,
+                "random_seed": opts.seed, "output_flag": opts.verbose}
+
+    def _native_status(self, native_model: Any) -> tuple[str, float]:
+        return native_model.getModelStatus().name, native_model.getInfo().mip_gap
+
+    def _new_native_model(self) -> Any:
+        import highspy
+
+        return highspy.Highs()
+
+    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
+        import highspy
+
+        return probe.setOptionValue(key, value) == highspy.HighsStatus.kOk
+
+    def _prepare(self, options: Mapping[str, Any]) -> None:
+        # HiGHS sizes its task scheduler once per calling thread, at the first
+        # run, and refuses a later, different ``threads``.  Shut it down so the
+        # next run starts one of the requested size.  This thread only: do not
+        # run HiGHS from several threads while changing ``threads``.
+        if "threads" in options:
+            import highspy
+
+            highspy.Highs.resetGlobalScheduler(True)
+
+
+class ScipBackend(Backend):
+    """SCIP via Pyomo's ``scip_direct`` (pyscipopt): also MIQP and lazy cuts.
+
+    ``threads`` maps to ``lp/threads``: Pyomo runs SCIP's sequential
+    ``optimize()``, where ``parallel/maxnthreads`` (concurrent solving) has no
+    effect.  LP duals are read from pyscipopt directly (Pyomo's SCIP loader
+    has none).  They are only right with presolve and propagation off, so
+    LPs are solved that way (``LP_OPTIONS``; HiGHS is the preferred LP
+    backend anyway).
+    """
+
+    name, label, pyomo_name = "scip", "SCIP", "scip_direct"
+    install_hint = "install it with `pip install pyscipopt`"
+    capabilities = frozenset({LP, MILP, QP, MIQP, LAZY_CUTS})
+    STATUS = {  # pyscipopt Model.getStatus() strings
+        "optimal": "optimal",
+        "gaplimit": "gap_limit",
+        "timelimit": "time_limit",
+        "nodelimit": "iteration_limit",
+        "totalnodelimit": "iteration_limit",
+        "stallnodelimit": "iteration_limit",
+        "sollimit": "iteration_limit",
+        "bestsollimit": "iteration_limit",
+        "restartlimit": "iteration_limit",
+        "infeasible": "infeasible",
+        "unbounded": "unbounded",
+        "inforunbd": "error",  # ambiguous: claim neither
+        "userinterrupt": "error",
+        "memlimit": "error",
+        "unknown": "error",
+    }
+    LP_OPTIONS = {"presolving/maxrounds": 0, "propagating/maxrounds": 0,
+                  "propagating/maxroundsroot": 0}
+
+    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
+        return {"limits/time": opts.time_limit, "limits/gap": opts.rel_gap,
+                "limits/absgap": opts.abs_gap, "lp/threads": opts.threads,
+                "randomization/randomseedshift": opts.seed,
+                "display/verblevel": 4 if opts.verbose else 0}
+
+    def _native_status(self, native_model: Any) -> tuple[str, float]:
+        return native_model.getStatus(), native_model.getGap()
+
+    def _new_native_model(self) -> Any:
+        import pyscipopt
+
+        return pyscipopt.Model()
+
+    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
+        probe.setParam(key, value)  # raises on an unknown name or a bad value
+        return True
+
+    def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
+        # Pyomo's ScipSolutionLoader keeps the pyscipopt model and the
+        # Pyomo -> SCIP constraint and variable maps.
+        loader = results.solution_loader
+        scip = loader._solver_model
+        if any(scip.getParam(key) != value for key, value in self.LP_OPTIONS.items()):
+            raise SolverError("SCIP gives LP duals only with presolve and propagation off; "
+                              f"do not override {', '.join(self.LP_OPTIONS)}.")
+        rows = {con: loader._con_map[con] for con in constraints}
+        return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
+                * scip.getDualsolLinear(row) for con, row in rows.items()}
+
+
+def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:
+    """t such that SCIP's row is t * Pyomo's ``con.body`` (terms moved to one side).
+
+    pyscipopt moves the terms of ``y >= 2 - x`` its own way (``x + y >= 2``)
+    while Pyomo keeps ``2 - x - y <= 0``; the dual with respect to Pyomo's
+    form is t times SCIP's.
+    """
+    repn = generate_standard_repn(con.body, compute_values=True)
+    for var, coef in zip(repn.linear_vars, repn.linear_coefs):
+        if coef:
+            return scip_coefs[var_map[var].name] / coef
+    return 1.0  # a row without variables has nothing to rescale
+
+
+#: Backend name -> adapter class, in order of preference.
+BACKENDS: dict[str, type[Backend]] = {"highs": HighsBackend, "scip": ScipBackend}
+
+
+def get_backend(name: str) -> Backend:
+    """The backend called ``name`` (case-insensitive)."""
+    cls = BACKENDS.get(str(name).lower())
+    if cls is None:
+        raise InvalidParameterError(
+            f"Unknown backend {name!r}; valid names are {', '.join(BACKENDS)}."
+        )
+    return cls()
+
+
+def list_backends() -> list[dict[str, Any]]:
+    """One row per backend for ``mtl-opt solvers``.
+
+    Keys: ``name``, ``solver``, ``available``, ``version`` (None when not
+    available) and one bool per capability (``lp``, ..., ``lazy_cuts``).
+    """
+    rows = []
+    for name, cls in BACKENDS.items():
+        backend = cls()
+        available = backend.available()
+        rows.append({"name": name, "solver": backend.label, "available": available,
+                     "version": backend.version() if available else None,
+                     **{cap: cap in backend.capabilities for cap in CAPABILITIES}})
+    return rows
+
+
+def pick_backend(problem_class: str, preferred: str | None = None) -> Backend:
+    """A backend for ``problem_class``: ``preferred`` if named, else the first available that can.
+
+    A named backend is never swapped silently: if it cannot serve, its
+    CapabilityError or SolverUnavailableError is raised.  Otherwise the order
+    of ``BACKENDS`` decides (HiGHS for LP/MILP/QP, SCIP for MIQP).
+    """
+    _check_capability_name(problem_class)
+    if preferred is not None:
+        backend = get_backend(preferred)
+        backend.check(problem_class)
+        backend._require_available()
+        return backend
+    capable = [cls() for cls in BACKENDS.values() if problem_class in cls.capabilities]
+    for backend in capable:
+        if backend.available():
+            return backend
+    raise SolverUnavailableError(
+        f"No installed backend can solve {problem_class.upper()} problems; "
+        + "; or ".join(f"{b.label}: {b.install_hint}" for b in capable) + "."
+    )

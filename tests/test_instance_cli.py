@@ -1,0 +1,162 @@
+"""Instance files and the CLI: round trips, validation errors, exit codes."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mtl_opt.cli import ExitCode, main
+from mtl_opt.errors import InstanceFileError, InvalidDataError, InvalidParameterError
+from mtl_opt.instance import load_instance
+from mtl_opt.result import FitResult
+from mtl_opt.synthetic import sparse_heterogeneity
+
+DEMO = Path(__file__).resolve().parents[1] / "instances" / "molar_demo.toml"
+
+GOOD = """
+[data]
+path = "data.csv"
+task = "task"
+response = "y"
+
+[method]
+name = "molar"
+{method}
+
+[solve]
+{solve}
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    problem = sparse_heterogeneity(d=3, M=4, n=30, s=1, seed=0)
+    problem.data.to_csv(tmp_path / "data.csv")
+    return tmp_path
+
+
+def write(workdir, method='median = "lp"', solve='backend = "highs"', text=None):
+    path = workdir / "inst.toml"
+    path.write_text(text if text is not None else GOOD.format(method=method, solve=solve))
+    return path
+
+
+def run_cli(*args):
+    """The installed console entry point, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "mtl_opt.cli", *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def test_instance_solve_json_round_trip(workdir, capsys):
+    out = workdir / "result.json"
+    assert main(["solve", str(write(workdir)), "--out", str(out)]) == ExitCode.OK
+    printed = capsys.readouterr().out
+    result = FitResult.from_json(out)
+    assert _equal(FitResult.from_json(result.to_json()), result)
+    assert result.method == "molar" and result.status == "optimal"
+    assert "Lower bound" in printed and "optimal" in printed
+    direct = load_instance(workdir / "inst.toml")
+    refit = direct.estimator().fit(direct.load_data())
+    assert np.array_equal(refit.coef_, result.coef)
+
+
+def _equal(a, b):
+    return (np.array_equal(a.coef, b.coef) and np.array_equal(a.intercept, b.intercept)
+            and a.objective == b.objective and a.lower_bound == b.lower_bound)
+
+
+def test_json_is_lossless_to_the_bit():
+    problem = sparse_heterogeneity(d=3, M=4, n=30, s=1, seed=1)
+    from mtl_opt.estimators import MOLAR
+    result = MOLAR().fit(problem.data).result_
+    again = FitResult.from_json(result.to_json())
+    assert _equal(result, again)
+    assert np.array_equal(again.extra["global_coef"], result.extra["global_coef"])
+    assert again.log == result.log and again.params == result.params
+    assert json.loads(result.to_json())["rel_gap"] == result.rel_gap
+
+
+@pytest.mark.parametrize("method, solve, error, phrase", [
+    ('median = "lp"\nc_gamam = 1.0', "", InstanceFileError, "c_gamam"),
+    ('threshold = "medium"', "", InvalidParameterError, "threshold"),
+    ("", 'backend = "highs"\ntime_limt = 3', InstanceFileError, "time_limt"),
+    ("", "rel_gap = -1.0", InstanceFileError, "rel_gap"),
+    ('median = "lp"', 'backend = "cplex"', InvalidParameterError, "cplex"),
+])
+def test_bad_instances_through_api_and_cli(workdir, method, solve, error, phrase):
+    path = write(workdir, method, solve)
+    with pytest.raises(error, match=phrase):
+        instance = load_instance(path)
+        instance.estimator()
+    proc = run_cli("validate", path)
+    assert proc.returncode == ExitCode.INVALID_INPUT
+    assert proc.stderr.count("\n") == 1 and phrase in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("[data]\npath='data.csv'\ntask='task'\nresponse='y'\n", "missing [method]"),
+    ("[data]\npath='data.csv'\ntask='task'\nresponse='y'\n[method]\nname='nope'\n", "name must be one of"),
+    ("[data]\npath='data.csv'\ntask='task'\nresponse='y'\n[method]\nname='molar'\n[solver]\n", "'solver'"),
+    ("[data]\npath='data.csv'\ntask='task'\nresponse='y'\nsep=';'\n[method]\nname='molar'\n", "sep"),
+    ("[data]\npath='missing.csv'\ntask='task'\nresponse='y'\n[method]\nname='molar'\n", "missing.csv"),
+    ("[data]\npath='data.csv'\ntask='school'\nresponse='y'\n[method]\nname='molar'\n", "school"),
+    ("[data\n", "not valid TOML"),
+    ("[data]\npath='data.csv'\ntask='task'\nresponse='y'\n[method]\nname='ols'\n[solve]\nbackend='highs'\n", "uses no solver"),
+])
+def test_malformed_instance_files_exit_2_with_one_line(workdir, text, phrase):
+    proc = run_cli("validate", write(workdir, text=text))
+    assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
+    assert phrase in proc.stderr and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_data_errors_reach_the_cli_as_exit_2(workdir):
+    csv = workdir / "data.csv"
+    lines = csv.read_text().splitlines()
+    lines[5] = ",".join(lines[5].split(",")[:-1] + ["nan"])
+    csv.write_text("\n".join(lines) + "\n")
+    proc = run_cli("solve", write(workdir), "--out", workdir / "r.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT
+    assert "line" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_data_that_molar_cannot_fit_exits_2(tmp_path):
+    rng = np.random.default_rng(0)
+    from mtl_opt.data import MultiTaskData
+    MultiTaskData([rng.normal(size=(3, 4)), rng.normal(size=(9, 4))],
+                  [rng.normal(size=3), rng.normal(size=9)]).to_csv(tmp_path / "data.csv")
+    proc = run_cli("solve", write(tmp_path), "--out", tmp_path / "r.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT and "high-dimensional" in proc.stderr
+    with pytest.raises(InvalidDataError):
+        instance = load_instance(tmp_path / "inst.toml")
+        instance.estimator().fit(instance.load_data())
+
+
+def test_cli_overrides_backend_and_options(workdir):
+    out = workdir / "r.json"
+    proc = run_cli("solve", write(workdir), "--backend", "scip", "--time-limit", "30", "--out", out, "--quiet")
+    assert proc.returncode == ExitCode.OK and proc.stdout == ""
+    assert FitResult.from_json(out).solver == "SCIP"
+
+
+def test_shipped_demo_solves(tmp_path):
+    proc = run_cli("solve", DEMO, "--out", tmp_path / "demo.json")
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    result = FitResult.from_json(tmp_path / "demo.json")
+    assert result.status == "optimal" and result.rel_gap <= 1e-6
+
+
+def test_shipped_demo_is_what_the_generator_writes(tmp_path):
+    """The committed instance data are reproducible from the documented generator."""
+    shutil.copy(DEMO.parent / "generate.py", tmp_path / "generate.py")
+    subprocess.run([sys.executable, str(tmp_path / "generate.py")], check=True)
+    assert (tmp_path / "molar_demo.csv").read_text() == (DEMO.parent / "molar_demo.csv").read_text()
+
+
+def test_solvers_command_lists_both_backends():
+    proc = run_cli("solvers")
+    assert proc.returncode == ExitCode.OK
+    assert "highs" in proc.stdout and "scip" in proc.stdout and "miqp" in proc.stdout

@@ -1,0 +1,126 @@
+"""MOLAR and its baselines: accuracy on the paper's setup, certificates, errors."""
+
+import numpy as np
+import pytest
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.errors import InvalidDataError, InvalidParameterError
+from mtl_opt.estimators import MOLAR, PerTaskOLS, PooledOLS
+from mtl_opt.formulations.molar import median_objective
+from mtl_opt.solvers.backends import get_backend
+from mtl_opt.synthetic import sparse_heterogeneity
+
+LP_BACKENDS = [name for name in ("highs", "scip") if get_backend(name).available()]
+
+
+def l1_error(coef, truth):
+    return np.abs(coef - truth).sum(axis=1).mean()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_molar_beats_ols_and_pooling_on_the_scaled_down_paper_setup(seed):
+    problem = sparse_heterogeneity(d=20, M=10, n=400, s=2, sigma=0.1, seed=seed)
+    ols = l1_error(PerTaskOLS(fit_intercept=False).fit(problem.data).coef_, problem.coef)
+    pooled = l1_error(PooledOLS(fit_intercept=False).fit(problem.data).coef_, problem.coef)
+    for threshold in ("hard", "soft"):
+        molar = MOLAR(threshold=threshold, fit_intercept=False).fit(problem.data)
+        assert l1_error(molar.coef_, problem.coef) < min(ols, pooled)
+
+
+def test_ols_baselines_match_numpy_lstsq_and_are_certified():
+    problem = sparse_heterogeneity(d=4, M=3, n=50, s=1, sigma=0.5, seed=0)
+    data = problem.data
+    fit = PerTaskOLS().fit(data)
+    for k, (X, y) in enumerate(zip(data.Xs, data.ys)):
+        ref = np.linalg.lstsq(np.column_stack([np.ones(len(y)), X]), y, rcond=None)[0]
+        assert np.allclose(fit.intercept_[k], ref[0]) and np.allclose(fit.coef_[k], ref[1:])
+    assert fit.result_.status == "optimal"
+    assert fit.result_.lower_bound <= fit.result_.objective
+    X, y = np.vstack(data.Xs), np.concatenate(data.ys)
+    ref = np.linalg.lstsq(np.column_stack([np.ones(len(y)), X]), y, rcond=None)[0]
+    pooled = PooledOLS().fit(data)
+    assert np.allclose(pooled.coef_, ref[1:]) and np.allclose(pooled.intercept_, ref[0])
+
+
+def test_least_squares_bound_is_below_the_optimum_at_a_perturbed_point():
+    """The bound f - g^T H^-1 g / 2 is exact at any point of a quadratic: check it off the optimum."""
+    from mtl_opt.formulations.least_squares import ols
+    rng = np.random.default_rng(5)
+    A, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    fit = ols(A, y)
+    ref = np.linalg.lstsq(A, y, rcond=None)[0]
+    assert fit.lower_bound == pytest.approx(np.sum((y - A @ ref) ** 2) / 60, rel=1e-12)
+    assert fit.gram_inv_diag == pytest.approx(np.diag(np.linalg.inv(A.T @ A)))
+
+
+def test_molar_closed_form_follows_algorithm_1_step_by_step():
+    problem = sparse_heterogeneity(d=3, M=5, n=40, s=1, sigma=0.3, seed=2)
+    data = problem.data
+    model = MOLAR(fit_intercept=False, c_gamma=1.5).fit(data)
+    # independent recomputation with numpy only
+    local, vdiag, sigma = [], [], []
+    for X, y in zip(data.Xs, data.ys):
+        b = np.linalg.solve(X.T @ X, X.T @ y)
+        local.append(b)
+        vdiag.append(np.diag(np.linalg.inv(X.T @ X)))
+        sigma.append(np.sqrt(np.sum((y - X @ b) ** 2) / (len(y) - 3)))
+    local, vdiag, sigma = map(np.array, (local, vdiag, sigma))
+    w = 40 / sigma**2
+    glob = np.empty(3)
+    for k in range(3):  # weighted median by brute force over the candidate values
+        glob[k] = min(local[:, k], key=lambda c: np.sum(w * np.abs(c - local[:, k])))
+    gamma = 1.5 * np.sqrt(np.log(min(5, 3))) * sigma
+    thr = gamma[:, None] * np.sqrt(vdiag)
+    expected = np.where(np.abs(local - glob) <= thr, glob, local)
+    assert np.allclose(model.sigma_, sigma)
+    assert median_objective(model.global_coef_, local, w) == pytest.approx(
+        median_objective(glob, local, w), rel=1e-12)
+    assert np.allclose(model.coef_, expected)
+    assert model.result_.status == "optimal"
+    assert model.result_.lower_bound <= model.result_.objective + 1e-12
+
+
+@pytest.mark.parametrize("backend", LP_BACKENDS)
+def test_molar_lp_median_gives_the_closed_form_objective_and_a_certificate(backend):
+    problem = sparse_heterogeneity(d=6, M=7, n=60, s=2, sigma=0.1, seed=4)
+    closed = MOLAR().fit(problem.data).result_
+    lp = MOLAR(median="lp", backend=backend).fit(problem.data).result_
+    assert lp.objective == pytest.approx(closed.objective, rel=1e-9)
+    assert lp.lower_bound <= lp.objective + 1e-9
+    assert lp.status == "optimal" and lp.rel_gap <= 1e-6
+    assert lp.solver.lower().startswith(backend[:4])
+
+
+def test_one_task_molar_is_ols():
+    problem = sparse_heterogeneity(d=3, M=1, n=30, s=1, seed=0)
+    assert np.allclose(MOLAR().fit(problem.data).coef_, PerTaskOLS().fit(problem.data).coef_)
+
+
+def test_known_sigma_is_used_and_checked():
+    data = sparse_heterogeneity(d=3, M=4, n=30, s=1, seed=0).data
+    assert np.array_equal(MOLAR(sigma=0.2).fit(data).sigma_, np.full(4, 0.2))
+    with pytest.raises(InvalidParameterError, match="one per task"):
+        MOLAR(sigma=[0.1, 0.2]).fit(data)
+
+
+def test_too_few_observations_points_to_the_high_dimensional_variant():
+    rng = np.random.default_rng(0)
+    data = MultiTaskData([rng.normal(size=(5, 6)), rng.normal(size=(20, 6))],
+                         [rng.normal(size=5), rng.normal(size=20)])
+    with pytest.raises(InvalidDataError, match="high-dimensional"):
+        MOLAR().fit(data)
+
+
+def test_collinear_features_are_reported():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    X = np.column_stack([X, X[:, 0] + X[:, 1]])
+    data = MultiTaskData([X, rng.normal(size=(20, 3))], [rng.normal(size=20)] * 2)
+    with pytest.raises(InvalidDataError, match="singular"):
+        MOLAR().fit(data)
+
+
+def test_backend_without_lp_median_is_refused():
+    data = sparse_heterogeneity(d=3, M=2, n=30, s=1, seed=0).data
+    with pytest.raises(InvalidParameterError, match="median='lp'"):
+        MOLAR(backend="highs").fit(data)
