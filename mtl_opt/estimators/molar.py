@@ -11,7 +11,7 @@ from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError, SolverError
 from ..formulations import molar as formulation
 from ..result import STATUSES, FitResult, certified_status
-from ..solvers.backends import get_backend, pick_backend
+from ..solvers.backends import pick_backend
 from ..solvers.options import SolveOptions
 from ._ols import per_task_ols, split_intercept
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -175,7 +175,7 @@ def _median_closed_form(local, weights) -> _Median:
 
 def _median_by_lp(local, weights, backend_name, options) -> _Median:
     """Solve the weighted-median LP; the bound comes from its duals made feasible, else the solver."""
-    backend = get_backend(backend_name) if backend_name else pick_backend("lp")
+    backend = pick_backend("lp", backend_name)
     model = formulation.build_median_lp(local, weights)
     run = backend.solve(model, "lp", options)
     if not run.has_solution:
