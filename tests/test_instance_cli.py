@@ -160,3 +160,42 @@ def test_solvers_command_lists_both_backends():
     proc = run_cli("solvers")
     assert proc.returncode == ExitCode.OK
     assert "highs" in proc.stdout and "scip" in proc.stdout and "miqp" in proc.stdout
+
+
+def _npz_instance(tmp_path, **arrays):
+    np.savez(tmp_path / "data.npz", **arrays)
+    path = tmp_path / "inst.toml"
+    path.write_text('[data]\npath = "data.npz"\n[method]\nname = "ols"\n')
+    return path
+
+
+def _csv_instance(tmp_path, text, features=None):
+    (tmp_path / "data.csv").write_text(text)
+    extra = f"features = {features!r}\n".replace("'", '"') if features else ""
+    path = tmp_path / "inst.toml"
+    path.write_text(f'[data]\npath = "data.csv"\ntask = "task"\nresponse = "y"\n{extra}'
+                    '[method]\nname = "ols"\n')
+    return path
+
+
+X3 = np.arange(12.0).reshape(6, 2) ** 1.5
+
+
+@pytest.mark.parametrize("make, phrase", [
+    (lambda t: _csv_instance(t, "task,y,x0\na,1,2\na,2,inf\n"), "not finite"),
+    (lambda t: _csv_instance(t, "task,y,x0\na,1,2\na,2,abc\n"), "abc"),
+    (lambda t: _csv_instance(t, "task,y,x0\na,1,2\n", features=["x0", "x0"]), "more than once"),
+    (lambda t: _csv_instance(t, "task,y,x0\na,1,2\n", features=["x9"]), "x9"),
+    (lambda t: _csv_instance(t, ""), "empty"),
+    (lambda t: _npz_instance(t, X=X3, y=np.ones(6)), "task"),
+    (lambda t: _npz_instance(t, X=X3, y=np.ones(5), task=np.array(list("aaabbb"))), "rows"),
+    (lambda t: _npz_instance(t, X=X3, y=np.ones(6), task=np.array(list("aaabbb")),
+                             task_names=np.array(["a", "b", "a"])), "duplicate"),
+    (lambda t: _npz_instance(t, X=np.vstack([X3, [[np.nan, 1.0]]]), y=np.ones(7),
+                             task=np.array(list("aaabbbb"))), "non-finite"),
+])
+def test_each_data_error_exits_2_with_one_line(tmp_path, make, phrase):
+    proc = run_cli("solve", make(tmp_path), "--out", tmp_path / "r.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
+    assert phrase in proc.stderr.lower() and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
