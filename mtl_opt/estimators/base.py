@@ -120,15 +120,22 @@ class MTLEstimator:
                     f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
                     f"got {value!r}.")
 
-    def fit(self, data: MultiTaskData) -> "MTLEstimator":
-        """Fit on ``data`` and return ``self``; the estimate and its certificate are in ``result_``."""
+    #: Whether ``fit(data, init=...)`` uses a previous FitResult as a warm start.
+    supports_warm_start: bool = False
+
+    def fit(self, data: MultiTaskData, *, init: FitResult | None = None) -> "MTLEstimator":
+        """Fit on ``data`` and return ``self``; the estimate and its certificate are in ``result_``.
+
+        ``init`` is a previous result on the same tasks and features, used as a
+        warm start by estimators with ``supports_warm_start`` (ignored by others).
+        """
         self._check_params()
         if not isinstance(data, MultiTaskData):
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
                 f"Build one with MultiTaskData(Xs, ys) or MultiTaskData.from_csv(...).")
         start = time.perf_counter()
-        result = self._fit(data)
+        result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
         result.params = {k: v for k, v in self.get_params().items() if _is_plain(v)}
         self.result_ = result
