@@ -13,7 +13,7 @@ ids = [cls.__name__ for cls in CLASSES]
 
 @pytest.fixture(scope="module")
 def data():
-    return sparse_heterogeneity(d=4, M=3, n=40, s=1, seed=0).data
+    return sparse_heterogeneity(d=12, M=3, n=40, s=1, seed=0).data
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=ids)
@@ -27,7 +27,7 @@ def test_init_only_stores_parameters(cls):
 def test_fit_returns_self_and_sets_shapes(cls, data):
     est = cls()
     assert est.fit(data) is est
-    assert est.coef_.shape == (3, 4) and est.intercept_.shape == (3,)
+    assert est.coef_.shape == (3, 12) and est.intercept_.shape == (3,)
     assert est.result_.lower_bound is None or est.result_.lower_bound <= est.result_.objective + 1e-9
     predictions = est.predict(data)
     assert [len(p) for p in predictions] == list(data.n_samples)

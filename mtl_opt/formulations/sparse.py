@@ -1,0 +1,169 @@
+"""Sparse multi-task best subset with Zbar / Bbar / ridge penalties (the reference objective).
+
+For tasks k = 1..K with n_k samples, coefficients beta_k in R^p, intercepts b_k::
+
+    F = sum_k 1/(2 n_k) ||y_k - b_k - X_k beta_k||^2
+        + (lambda_ridge/2) sum_k ||beta_k||^2
+        + (lambda_bbar/2)  sum_k ||beta_k - beta_bar||^2
+        + (lambda_zbar/2)  sum_k ||z_k - z_bar||^2
+    subject to ||beta_k||_0 <= s,  z_k = 1(beta_k != 0),
+    beta_bar = mean_k beta_k,  z_bar = mean_k z_k.
+
+Intercepts are unpenalized, so they are profiled out exactly by centering
+each task's X and y (b_k = mean(y_k) - mean(X_k) beta_k); ``SparseProblem``
+stores the centered data and evaluates F with the optimal intercepts.
+
+For binary z, sum_k ||z_k - z_bar||^2 = sum_j (S_j - S_j^2 / K) with
+S_j = sum_k z_jk.  Variants fix which penalties may be non-zero and whether
+all tasks share one support (``cs_*``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ..data import MultiTaskData
+from ..errors import InvalidParameterError
+
+#: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
+VARIANTS = {
+    "l0l2": (False, False, False),
+    "cs_l2": (True, False, False),
+    "cs_bbar": (True, True, False),
+    "zbar_l2": (False, False, True),
+    "bbar": (False, True, False),
+    "zbar_bbar": (False, True, True),
+}
+
+
+def zbar_penalty(support: np.ndarray) -> float:
+    """sum_k ||z_k - z_bar||^2 for a (K, p) boolean support, via sum_j (S_j - S_j^2 / K)."""
+    counts = support.sum(axis=0).astype(float)
+    return float(np.sum(counts - counts**2 / support.shape[0]))
+
+
+@dataclass(frozen=True)
+class SparseProblem:
+    """Data (centered when intercepts are fitted), variant and hyperparameters of F."""
+
+    Xs: tuple
+    ys: tuple
+    x_means: np.ndarray      # (K, p), zeros without intercept
+    y_means: np.ndarray      # (K,)
+    variant: str
+    s: int
+    lambda_ridge: float
+    lambda_bbar: float
+    lambda_zbar: float
+
+    @classmethod
+    def from_data(cls, data: MultiTaskData, *, variant="zbar_l2", s=10, lambda_ridge=0.0,
+                  lambda_bbar=0.0, lambda_zbar=0.0, fit_intercept=True) -> "SparseProblem":
+        """Check the hyperparameters against the variant and center the data if needed."""
+        if variant not in VARIANTS:
+            raise InvalidParameterError(
+                f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}.")
+        _, bbar_ok, zbar_ok = VARIANTS[variant]
+        p = data.n_features
+        if not 1 <= s <= p:
+            raise InvalidParameterError(f"s must be an int in [1, p] = [1, {p}]; got {s!r}.")
+        for name, value, allowed in (("lambda_ridge", lambda_ridge, True),
+                                     ("lambda_bbar", lambda_bbar, bbar_ok),
+                                     ("lambda_zbar", lambda_zbar, zbar_ok)):
+            if not (np.isfinite(value) and value >= 0):
+                raise InvalidParameterError(f"{name} must be a finite float >= 0; got {value!r}.")
+            if value and not allowed:
+                raise InvalidParameterError(
+                    f"variant {variant!r} has no {name[7:]} term, so {name} must be 0; got "
+                    f"{value!r}. Pick a variant with that term ({', '.join(v for v in VARIANTS if name[7:] in v)}).")
+        if fit_intercept:
+            x_means = np.array([X.mean(axis=0) for X in data.Xs])
+            y_means = np.array([y.mean() for y in data.ys])
+        else:
+            x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
+        Xs = tuple(X - mx for X, mx in zip(data.Xs, x_means))
+        ys = tuple(y - my for y, my in zip(data.ys, y_means))
+        return cls(Xs, ys, x_means, y_means, variant, int(s), float(lambda_ridge),
+                   float(lambda_bbar), float(lambda_zbar))
+
+    @property
+    def n_tasks(self) -> int:
+        return len(self.Xs)
+
+    @property
+    def n_features(self) -> int:
+        return self.Xs[0].shape[1]
+
+    @property
+    def common_support(self) -> bool:
+        return VARIANTS[self.variant][0]
+
+    def objective(self, B: np.ndarray) -> float:
+        """F at coefficients B (K, p) with optimal intercepts, in float64; constants kept."""
+        loss = sum(np.sum((y - X @ b) ** 2) / (2 * len(y)) for X, y, b in zip(self.Xs, self.ys, B))
+        mean = B.mean(axis=0)
+        return float(loss + 0.5 * self.lambda_ridge * np.sum(B**2)
+                     + 0.5 * self.lambda_bbar * np.sum((B - mean) ** 2)
+                     + 0.5 * self.lambda_zbar * zbar_penalty(B != 0))
+
+    def intercepts(self, B: np.ndarray) -> np.ndarray:
+        """The optimal (unpenalized) intercepts for B."""
+        return self.y_means - np.einsum("kp,kp->k", self.x_means, B)
+
+    def feasible(self, B: np.ndarray) -> bool:
+        """||beta_k||_0 <= s for every task, and one support for cs_* variants."""
+        support = B != 0
+        if np.any(support.sum(axis=1) > self.s):
+            return False
+        return not self.common_support or bool(np.all(support == support.any(axis=0)))
+
+    def refit(self, support: np.ndarray) -> np.ndarray:
+        """The exact minimizer of F's continuous part with supports fixed (K, p) bool.
+
+        Without Bbar each task is a ridge regression on its support.  With
+        Bbar the tasks couple through beta_bar: the Hessian over all selected
+        coefficients is block diagonal (X_kS^T X_kS / n_k + (l_r + l_b) I)
+        minus (l_b / K) times the sum over features of e_j e_j^T across the
+        tasks holding j; that system has only sum_k |S_k| unknowns and is
+        solved by one Cholesky factorization.
+        """
+        K, p = support.shape
+        B = np.zeros((K, p))
+        columns = [np.flatnonzero(support[k]) for k in range(K)]
+        if not self.lambda_bbar:
+            for k, cols in enumerate(columns):
+                if cols.size:
+                    Xs, n = self.Xs[k][:, cols], len(self.ys[k])
+                    H = Xs.T @ Xs / n + self.lambda_ridge * np.eye(cols.size)
+                    B[k, cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
+            return B
+        offsets = np.cumsum([0] + [c.size for c in columns])
+        H = np.zeros((offsets[-1], offsets[-1]))
+        rhs = np.zeros(offsets[-1])
+        feature = np.concatenate(columns) if offsets[-1] else np.zeros(0, int)
+        for k, cols in enumerate(columns):
+            block = slice(offsets[k], offsets[k + 1])
+            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
+            H[block, block] = Xs.T @ Xs / n + (self.lambda_ridge + self.lambda_bbar) * np.eye(cols.size)
+            rhs[block] = Xs.T @ self.ys[k] / n
+        H -= (self.lambda_bbar / K) * (feature[:, None] == feature[None, :])
+        solution = _solve_spd(H, rhs) if offsets[-1] else rhs
+        for k, cols in enumerate(columns):
+            B[k, cols] = solution[offsets[k]:offsets[k + 1]]
+        return B
+
+    def lipschitz(self) -> float:
+        """An upper bound on the block Lipschitz constant of the smooth part's gradient."""
+        spectral = max(np.linalg.norm(X, 2) ** 2 / len(y) for X, y in zip(self.Xs, self.ys))
+        return float(spectral + self.lambda_ridge + self.lambda_bbar)
+
+
+def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve H x = rhs for symmetric positive (semi)definite H; least squares when singular."""
+    try:
+        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(H, rhs, rcond=None)[0]
