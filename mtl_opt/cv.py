@@ -1,0 +1,343 @@
+"""K-fold cross-validation over a hyperparameter grid, for any MTLEstimator.
+
+Folds are stratified by task (every task contributes rows to every fold, see
+:meth:`MultiTaskData.kfold_indices`). Within a fold the grid is fitted as one
+path, in a fixed order, so estimators with ``supports_warm_start`` start each
+fit from the previous point's result; folds are independent and run in
+parallel through joblib, one fold's whole path per job.
+
+Path order
+----------
+A dict grid ``{name: values}`` is expanded to the full product, the first key
+outermost (it changes slowest). Each name's values are sorted so that
+neighbouring points are close: from large to small for names starting with
+``"lambda"`` (a penalty path starts from the most regularized, sparsest
+model), from small to large for everything else (e.g. support sizes ``s``).
+Values that cannot be compared keep the order given. A list of dicts is a
+list of explicit points, fitted in the order given.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import numbers
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from joblib import Parallel, delayed
+from tqdm import tqdm
+
+from .data import MultiTaskData
+from .errors import InvalidDataError, InvalidParameterError
+from .estimators.base import MTLEstimator
+from .metrics import task_rmse
+
+__all__ = ["CVResult", "RULES", "SCORINGS", "cross_validate", "default_simplicity", "expand_grid"]
+
+#: Selection rules: the best mean score, or the simplest point within one standard error of it.
+RULES = ("min", "1se")
+
+#: Named scores, ``score(y_true_list, y_pred_list) -> float``; lower is better.
+SCORINGS = {"rmse": task_rmse}
+
+
+def default_simplicity(params: Mapping) -> tuple:
+    """Sort key of the "1se" rule: the smallest key is the simplest model.
+
+    Smallest support size ``s`` first (0 when the point has no ``s``), then
+    the largest sum of penalties (the values of names starting with
+    ``"lambda"``).
+
+    Parameters
+    ----------
+    params : mapping
+        One grid point.
+
+    Returns
+    -------
+    tuple
+    """
+    penalty = sum(value for name, value in params.items() if name.startswith("lambda"))
+    return (params.get("s", 0), -penalty)
+
+
+@dataclass
+class CVResult:
+    """Cross-validation scores over a grid and the selected point.
+
+    Attributes
+    ----------
+    points : list of dict
+        The grid points, in path order.
+    scores : ndarray of shape (n_points, n_folds)
+        Validation score of every point on every fold (lower is better).
+    mean, se : ndarray of shape (n_points,)
+        Mean over folds, and standard error = sd over folds (ddof=1) / sqrt(n_folds).
+    best_index : int
+        Index of the selected point in ``points``.
+    best_params : dict
+        ``points[best_index]``.
+    best_estimator : MTLEstimator or None
+        A clone with ``best_params`` fitted on all the data (None when ``refit=False``).
+    rule : str
+        The selection rule used, one of ``RULES``.
+    """
+
+    points: list
+    scores: np.ndarray
+    mean: np.ndarray
+    se: np.ndarray
+    best_index: int
+    best_params: dict
+    best_estimator: MTLEstimator | None
+    rule: str
+
+    def table(self) -> str:
+        """A text table: one row per point with its parameters, mean and se.
+
+        The selected row is marked ``best``; under the "1se" rule the row
+        with the lowest mean is marked ``min`` when it differs.
+        """
+        names = list(dict.fromkeys(name for point in self.points for name in point))
+        header = ["#", *names, "mean", "se", ""]
+        rows = [header] + [
+            [str(i), *(_cell(point.get(name, "-")) for name in names),
+             f"{m:.6g}", f"{s:.6g}", self._mark(i)]
+            for i, (point, m, s) in enumerate(zip(self.points, self.mean, self.se))]
+        widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
+        lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+        title = (f"{len(self.points)} points x {self.scores.shape[1]} folds, "
+                 f"rule={self.rule!r}, selected #{self.best_index}")
+        return "\n".join([title, *lines])
+
+    def _mark(self, i: int) -> str:
+        """Marker of row i: selected (``best``) or lowest mean (``min``)."""
+        if i == self.best_index:
+            return "best"
+        return "min" if i == int(np.argmin(self.mean)) else ""
+
+
+def _cell(value) -> str:
+    """Short text for a parameter value in the table."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return f"{value:g}"
+    return str(value)
+
+
+def expand_grid(grid, valid_names: Iterable[str] | None = None) -> list[dict]:
+    """The grid's points in path order (see the module docstring).
+
+    Parameters
+    ----------
+    grid : dict of str to list, or list of dict
+        Values per parameter name (full product), or explicit points.
+    valid_names : iterable of str, default=None
+        When given, every name in the grid must be one of them.
+
+    Returns
+    -------
+    list of dict
+
+    Raises
+    ------
+    InvalidParameterError
+        On a malformed or empty grid, or a name not in ``valid_names``.
+    """
+    if isinstance(grid, Mapping):
+        points = _product_path(grid)
+    elif (isinstance(grid, Sequence) and not isinstance(grid, (str, bytes))
+          and all(isinstance(point, Mapping) for point in grid)):
+        points = [dict(point) for point in grid]
+    else:
+        raise InvalidParameterError(
+            "grid must be a dict {name: list of values} (full product) or a list of dicts "
+            f"(explicit points); got {type(grid).__name__}.")
+    if not points:
+        raise InvalidParameterError("the grid is empty; give at least one point.")
+    if valid_names is not None:
+        _check_names(points, list(valid_names))
+    return points
+
+
+def _product_path(grid: Mapping) -> list[dict]:
+    """Full product of the per-name value lists, each in path order, first key outermost."""
+    axes = []
+    for name, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise InvalidParameterError(
+                f"grid[{name!r}] must be a list of values; got {values!r}. "
+                "Wrap a single value in a list.")
+        values = list(values)
+        if not values:
+            raise InvalidParameterError(f"grid[{name!r}] is an empty list; give at least one value.")
+        axes.append(_path_order(name, values))
+    return [dict(zip(grid, combo)) for combo in itertools.product(*axes)]
+
+
+def _path_order(name: str, values: list) -> list:
+    """Large to small for penalties ("lambda*"), small to large otherwise; unsortable values as given."""
+    try:
+        return sorted(values, reverse=name.startswith("lambda"))
+    except TypeError:
+        return values
+
+
+def _check_names(points: list[dict], valid: list[str]) -> None:
+    """Raise if a point names a parameter outside ``valid``, listing the valid ones."""
+    unknown = sorted({name for point in points for name in point} - set(valid))
+    if unknown:
+        raise InvalidParameterError(
+            f"grid names {unknown} are not parameters of the estimator; "
+            f"valid names: {', '.join(valid)}.")
+
+
+def _clone(estimator: MTLEstimator, params: Mapping) -> MTLEstimator:
+    """A new, unfitted estimator with the same parameters, then ``params`` set."""
+    fresh = type(estimator)(**copy.deepcopy(estimator.get_params()))
+    return fresh.set_params(**params)
+
+
+def _fold_scores(estimator, points, data, test_rows, score) -> np.ndarray:
+    """Fit the whole path on one fold's training rows; score each point on its test rows."""
+    train, test = data._split(test_rows)
+    warm = type(estimator).supports_warm_start
+    scores, previous = [], None
+    for params in points:
+        model = _clone(estimator, params).fit(train, init=previous)
+        previous = model.result_ if warm else None
+        scores.append(score(test.ys, model.predict(test)))
+    return np.array(scores, dtype=float)
+
+
+def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.ndarray:
+    """Scores of shape (n_points, n_folds), one joblib job per fold."""
+    jobs = (delayed(_fold_scores)(estimator, points, data, rows, score) for rows in folds)
+    columns = []
+    with tqdm(total=len(folds) * len(points), desc="cross-validation", unit="fit",
+              file=sys.stderr, disable=not progress) as bar:
+        for column in Parallel(n_jobs=n_jobs, return_as="generator")(jobs):
+            columns.append(column)
+            bar.update(len(points))
+    return np.column_stack(columns)
+
+
+def _select(mean, se, points, rule, simplicity) -> int:
+    """Index of the selected point; ties go to the earliest point in path order."""
+    best = int(np.argmin(mean))
+    if rule == "min":
+        return best
+    within = np.flatnonzero(mean <= mean[best] + se[best])
+    return int(min(within, key=lambda i: simplicity(points[i])))
+
+
+def _scorer(scoring) -> Callable:
+    """The score function for a name in SCORINGS, or the callable itself."""
+    if callable(scoring):
+        return scoring
+    if scoring not in SCORINGS:
+        raise InvalidParameterError(
+            f"scoring must be one of {sorted(SCORINGS)} or a callable "
+            f"score(y_true_list, y_pred_list) -> float; got {scoring!r}.")
+    return SCORINGS[scoring]
+
+
+def _check_args(estimator, data, rule, n_jobs, simplicity) -> None:
+    """Validate the arguments of cross_validate that need no data pass."""
+    if not isinstance(estimator, MTLEstimator):
+        raise InvalidParameterError(
+            f"cross_validate needs an MTLEstimator; got {type(estimator).__name__}.")
+    if not isinstance(data, MultiTaskData):
+        raise InvalidDataError(
+            f"cross_validate expects a MultiTaskData; got {type(data).__name__}.")
+    if rule not in RULES:
+        raise InvalidParameterError(f"rule must be one of {RULES}; got {rule!r}.")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
+        raise InvalidParameterError(
+            f"n_jobs must be a nonzero int (-1: all cores); got {n_jobs!r}.")
+    if not callable(simplicity):
+        raise InvalidParameterError(
+            f"simplicity must be a callable params -> sortable key; got {simplicity!r}.")
+
+
+def cross_validate(estimator: MTLEstimator, grid, data: MultiTaskData, *, n_splits: int = 5,
+                   seed=None, rule: str = "min", simplicity: Callable = default_simplicity,
+                   scoring="rmse", refit: bool = True, n_jobs: int = 1,
+                   progress: bool = True) -> CVResult:
+    """Score every grid point by K-fold cross-validation and select one.
+
+    Parameters
+    ----------
+    estimator : MTLEstimator
+        A template; it is never fitted or changed. Each fit uses a clone,
+        ``type(estimator)(**estimator.get_params())`` with the point's
+        parameters set.
+    grid : dict of str to list, or list of dict
+        Parameter values (full product, sorted into path order) or explicit
+        points (fitted in the order given); see :func:`expand_grid`. Every
+        name must be a parameter of ``estimator``.
+    data : MultiTaskData
+    n_splits : int, default=5
+        Number of folds (>= 2; every task needs at least n_splits rows).
+    seed : int, Generator or None, default=None
+        Seed of the fold assignment: the same seed gives the same folds.
+    rule : {"min", "1se"}, default="min"
+        "min" selects the lowest mean score; "1se" the simplest point whose
+        mean is at most the lowest mean plus that point's standard error.
+    simplicity : callable, default=default_simplicity
+        ``simplicity(point) -> sortable``; smaller is simpler. Used by "1se".
+    scoring : "rmse" or callable, default="rmse"
+        "rmse" is :func:`mtl_opt.metrics.task_rmse` (per-task validation RMSE
+        averaged over tasks); a callable gets ``(y_true_list, y_pred_list)``
+        and returns a float, lower is better.
+    refit : bool, default=True
+        Fit a clone with the selected parameters on all of ``data``.
+    n_jobs : int, default=1
+        Parallel fold jobs for ``joblib.Parallel`` (-1: all cores). Change the
+        joblib backend with ``joblib.parallel_config``.
+    progress : bool, default=True
+        Show a tqdm progress bar on stderr; it advances one fold's path at a time.
+
+    Returns
+    -------
+    CVResult
+
+    Raises
+    ------
+    InvalidParameterError
+        Unknown grid names (the message lists the valid ones), an empty or
+        malformed grid, or a bad n_splits, rule, n_jobs, scoring or simplicity.
+    InvalidDataError
+        ``data`` is not a MultiTaskData, or a task has fewer than n_splits rows.
+
+    Notes
+    -----
+    Warm starts: when ``type(estimator).supports_warm_start`` is True, the
+    fit of each point gets ``init=`` the previous point's ``result_`` on the
+    same fold; the first point of every fold starts cold. Other estimators
+    fit every point from scratch. The refit on all the data starts cold.
+
+    Examples
+    --------
+    >>> from mtl_opt.estimators import MOLAR
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=5, M=3, n=40, s=1, seed=0).data
+    >>> cv = cross_validate(MOLAR(), {"c_gamma": [0.5, 1.0, 2.0]}, data, seed=0, progress=False)
+    >>> sorted(cv.best_params)
+    ['c_gamma']
+    """
+    _check_args(estimator, data, rule, n_jobs, simplicity)
+    score = _scorer(scoring)
+    points = expand_grid(grid, estimator.param_names())
+    folds = data.kfold_indices(n_splits, seed)
+    scores = _run_folds(estimator, points, data, folds, score, n_jobs, progress)
+    mean = scores.mean(axis=1)
+    se = scores.std(axis=1, ddof=1) / np.sqrt(scores.shape[1])
+    best = _select(mean, se, points, rule, simplicity)
+    return CVResult(
+        points=points, scores=scores, mean=mean, se=se, best_index=best,
+        best_params=dict(points[best]),
+        best_estimator=_clone(estimator, points[best]).fit(data) if refit else None,
+        rule=rule)
