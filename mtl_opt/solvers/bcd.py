@@ -9,7 +9,9 @@ The heuristic for the sparse multi-task objective F of
    *other* tasks hold j): the exact minimizer of the block's quadratic
    majorizer plus its exact Zbar term, so F never increases.  Common-support
    variants update all tasks at once and keep the s rows of largest
-   sum_k B_tmp_jk^2.  Stops when F changes by less than ``tol`` relatively.
+   sum_k B_tmp_jk^2.  Once the supports stay the same for a few sweeps the
+   continuous part is refitted exactly on them (so IHT need not crawl to the
+   block optimum); stops when F changes by less than ``tol`` relatively.
 2. An exact refit of the continuous part on the supports found.
 3. Local search: the best single swap (drop i, add j with its exact 1-D
    minimizer, others fixed; Zbar and Bbar changes included exactly), per task,
@@ -28,6 +30,8 @@ from ..formulations.sparse import SparseProblem
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12
+#: IHT sweeps with an unchanged support before the continuous part is refitted exactly.
+STABLE_SWEEPS = 3
 
 
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
@@ -56,14 +60,18 @@ def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
     value = problem.objective(B)
     log = [_record("start", 0, value, B, clock)]
     step = problem.lipschitz()
-    it = 0
+    it, stable = 0, 0
     for it in range(1, max_iter + 1):
         candidate = _iht_sweep(problem, B, step)
         new_value = problem.objective(candidate)
         if new_value > value:  # guard against rounding at a fixed point
             break
         converged = value - new_value <= tol * max(abs(value), 1e-12)
+        stable = stable + 1 if np.array_equal(candidate != 0, B != 0) else 0
         B, value = candidate, new_value
+        if stable >= STABLE_SWEEPS:  # supports settled: jump to their exact optimum
+            B, value = _refit(problem, B, value)
+            stable = 0
         log.append(_record("iht", it, value, B, clock))
         if converged:
             break
