@@ -20,7 +20,8 @@ all tasks share one support (``cs_*``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import scipy.linalg
@@ -155,10 +156,26 @@ class SparseProblem:
             B[k, cols] = solution[offsets[k]:offsets[k + 1]]
         return B
 
+    @cached_property
     def lipschitz(self) -> float:
-        """An upper bound on the block Lipschitz constant of the smooth part's gradient."""
-        spectral = max(np.linalg.norm(X, 2) ** 2 / len(y) for X, y in zip(self.Xs, self.ys))
+        """An upper bound on the block Lipschitz constant of the smooth part's gradient.
+
+        max_k lambda_max(X_k^T X_k) / n_k + lambda_ridge + lambda_bbar, with the
+        eigenvalue taken from the smaller of X^T X and X X^T.
+        """
+        spectral = max(np.linalg.eigvalsh(X @ X.T if X.shape[0] < X.shape[1] else X.T @ X)[-1]
+                       / len(y) for X, y in zip(self.Xs, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
+
+    @cached_property
+    def column_sq_norms(self) -> np.ndarray:
+        """(K, p) squared column norms of the (centered) designs."""
+        return np.array([np.sum(X**2, axis=0) for X in self.Xs])
+
+    def restricted(self, columns: np.ndarray) -> "SparseProblem":
+        """The same problem on a subset of the features (the others fixed at zero)."""
+        return replace(self, Xs=tuple(X[:, columns] for X in self.Xs),
+                       x_means=self.x_means[:, columns])
 
 
 def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:

@@ -3,7 +3,7 @@
 The heuristic for the sparse multi-task objective F of
 ``mtl_opt.formulations.sparse``:
 
-1. Sweeps of block IHT.  Each task's block takes a gradient step of length
+1. Sweeps of block IHT on an active set of columns (grown by full sweeps).  Each task's block takes a gradient step of length
    1/L and keeps the s coordinates of largest score
    ``(L/2) B_tmp_j^2 - (lambda_zbar/2)(1 - (2 S_j + 1)/K)`` (S_j = how many
    *other* tasks hold j): the exact minimizer of the block's quadratic
@@ -56,25 +56,10 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
 
 
 def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
-    """IHT sweeps from B, an exact refit, then swaps until none improves."""
+    """IHT on growing active sets from B, an exact refit, then swaps until none improves."""
     value = problem.objective(B)
     log = [_record("start", 0, value, B, clock)]
-    step = problem.lipschitz()
-    it, stable = 0, 0
-    for it in range(1, max_iter + 1):
-        candidate = _iht_sweep(problem, B, step)
-        new_value = problem.objective(candidate)
-        if new_value > value:  # guard against rounding at a fixed point
-            break
-        converged = value - new_value <= tol * max(abs(value), 1e-12)
-        stable = stable + 1 if np.array_equal(candidate != 0, B != 0) else 0
-        B, value = candidate, new_value
-        if stable >= STABLE_SWEEPS:  # supports settled: jump to their exact optimum
-            B, value = _refit(problem, B, value)
-            stable = 0
-        log.append(_record("iht", it, value, B, clock))
-        if converged:
-            break
+    B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock)
     B, value = _refit(problem, B, value)
     log.append(_record("refit", it, value, B, clock))
     if local_search:
@@ -86,6 +71,55 @@ def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
             B, value = _refit(problem, B, problem.objective(B))
             log.append(_record("swap", swap, value, B, clock))
     return B, log, it
+
+
+def _iht_active_set(problem, B, value, max_iter, tol, log, clock):
+    """IHT restricted to active columns; one full sweep then adds what it selects outside them.
+
+    The active set starts as B's support plus the 3s columns with the largest
+    gradient norm across tasks; it is final when a full sweep selects nothing
+    new or does not improve F.
+    """
+    support = np.flatnonzero((B != 0).any(axis=0))
+    score = np.sum(np.array([_gradient(problem, B, k) for k in range(problem.n_tasks)]) ** 2, axis=0)
+    score[support] = np.inf
+    active = np.sort(np.argsort(-score, kind="stable")[:support.size + 3 * problem.s])
+    it = 0
+    while it < max_iter:
+        sub = problem.restricted(active)
+        B_sub, value, used = _iht(sub, B[:, active], value, max_iter - it, tol, log, clock, it)
+        it += used
+        B = np.zeros_like(B)
+        B[:, active] = B_sub
+        full = _iht_sweep(problem, B, problem.lipschitz)
+        full_value = problem.objective(full)
+        new = np.setdiff1d(np.flatnonzero((full != 0).any(axis=0)), active)
+        if new.size == 0 or full_value >= value:
+            break
+        B, value, it = full, full_value, it + 1
+        active = np.union1d(active, new)
+        log.append(_record("iht-full", it, value, B, clock))
+    return B, value, it
+
+
+def _iht(problem, B, value, max_iter, tol, log, clock, offset):
+    """Block IHT sweeps until F changes by less than tol; returns (B, value, sweeps)."""
+    it, stable = 0, 0
+    for it in range(1, max_iter + 1):
+        candidate = _iht_sweep(problem, B, problem.lipschitz)
+        new_value = problem.objective(candidate)
+        if new_value > value:  # guard against rounding at a fixed point
+            return B, value, it
+        converged = value - new_value <= tol * max(abs(value), 1e-12)
+        stable = stable + 1 if np.array_equal(candidate != 0, B != 0) else 0
+        B, value = candidate, new_value
+        if stable >= STABLE_SWEEPS:  # supports settled: jump to their exact optimum
+            B, value = _refit(problem, B, value)
+            stable = 0
+        log.append(_record("iht", offset + it, value, B, clock))
+        if converged:
+            break
+    return B, value, it
 
 
 def _record(phase, iteration, value, B, start):
@@ -167,73 +201,79 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
 
 
 def _best_task_swap(problem, B, k):
+    """Best swap in task k, all (drop, add) pairs at once from one product X^T [r, X_S]."""
     X, y, n = problem.Xs[k], problem.ys[k], len(problem.ys[k])
     K, lr, lb = problem.n_tasks, problem.lambda_ridge, problem.lambda_bbar
     support = np.flatnonzero(B[k])
-    outside = np.flatnonzero(B[k] == 0)
-    if outside.size == 0:
+    outside = B[k] == 0
+    if not outside.any():
         return None
     resid = y - X @ B[k]
     mean = B.mean(axis=0)
     counts = np.count_nonzero(B, axis=0).astype(float)
-    Xo = X[:, outside]
-    a = np.sum(Xo**2, axis=0) / (2 * n) + lr / 2 + lb * (1 - 1 / K) / 2
-    # drop candidates: None (only when under s) plus every i in the support
-    drops = ([None] if support.size < problem.s else []) + list(support)
-    best = None
-    for i in drops:
-        if i is None:
-            r, removal, counts_i = resid, 0.0, counts
-        else:
-            b = B[k, i]
-            r = resid + X[:, i] * b
-            removal = ((r @ r - resid @ resid) / (2 * n) - lr / 2 * b**2
-                       + lb / 2 * (-b**2 + 2 * mean[i] * b - b**2 / K))
-            counts_i = counts.copy()
-            counts_i[i] -= 1
-            removal += _zbar_delta(problem, counts[i], counts_i[i])
-        c = Xo.T @ r / (2 * n) + lb * mean[outside] / 2
-        ok = a > 0
-        gain = np.where(ok, -np.divide(c**2, a, out=np.zeros_like(c), where=ok), np.inf)
-        gain += _zbar_delta(problem, counts_i[outside], counts_i[outside] + 1)
-        j = int(np.argmin(gain))
-        delta = removal + gain[j]
-        if best is None or delta < best[0]:
-            best = (float(delta), k, i, int(outside[j]), c[j] / a[j])
-    return best
+    col_sq = problem.column_sq_norms[k]
+    products = X.T @ np.column_stack([resid, X[:, support]])        # (p, 1 + |S|)
+    b = B[k, support]
+    # drop candidates: every i in the support, plus "none" when the task has room
+    Xr = products[:, 1:] * b + products[:, :1]                        # X^T r_i, one column per i
+    removal = ((2 * b * products[support, 0] + b**2 * col_sq[support]) / (2 * n)
+               - lr / 2 * b**2 + lb / 2 * (-b**2 + 2 * mean[support] * b - b**2 / K)
+               + _zbar_delta(problem, counts[support], counts[support] - 1))
+    drops = list(support)
+    if support.size < problem.s:
+        Xr = np.column_stack([Xr, products[:, 0]])
+        removal = np.append(removal, 0.0)
+        drops.append(None)
+    a = col_sq / (2 * n) + lr / 2 + lb * (1 - 1 / K) / 2
+    c = Xr / (2 * n) + (lb * mean / 2)[:, None]
+    usable = outside & (a > 0)
+    gain = np.full(c.shape, np.inf)
+    gain[usable] = (-c[usable] ** 2 / a[usable, None]
+                    + _zbar_delta(problem, counts[usable], counts[usable] + 1)[:, None])
+    delta = gain + removal[None, :]
+    j, d = np.unravel_index(np.argmin(delta), delta.shape)
+    if not np.isfinite(delta[j, d]):
+        return None
+    return float(delta[j, d]), k, drops[d], int(j), c[j, d] / a[j]
 
 
 def _best_row_swap(problem, B):
+    """Best common-support swap: drop row i in every task, add row j with its exact joint optimum.
+
+    Adding row j means minimizing sum_k a_k t_k^2 - 2 c_k t_k - gamma (sum_k t_k)^2
+    (gamma = lambda_bbar / 2K), a diagonal-minus-rank-one quadratic solved in closed form.
+    """
     K, lr, lb = problem.n_tasks, problem.lambda_ridge, problem.lambda_bbar
-    rows = np.flatnonzero(np.any(B != 0, axis=0))
-    outside = np.flatnonzero(~np.any(B != 0, axis=0))
-    if outside.size == 0:
+    rows = np.flatnonzero((B != 0).any(axis=0))
+    outside = ~(B != 0).any(axis=0)
+    if not outside.any():
         return None
-    drops = ([None] if rows.size < problem.s else []) + list(rows)
-    resids = [y - X @ b for X, y, b in zip(problem.Xs, problem.ys, B)]
-    a = np.array([np.sum(X[:, outside] ** 2, axis=0) / (2 * len(y)) + lr / 2 + lb / 2
-                  for X, y in zip(problem.Xs, problem.ys)])          # (K, |outside|)
+    drops = list(rows) + ([None] if rows.size < problem.s else [])
+    c, removal = [], np.zeros(len(drops))
+    for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
+        n, b = len(y), B[k, rows]
+        resid = y - X @ B[k]
+        products = X.T @ np.column_stack([resid, X[:, rows]])        # (p, 1 + |rows|)
+        Xr = products[:, 1:] * b + products[:, :1]
+        removal[:rows.size] += ((2 * b * products[rows, 0] + b**2 * problem.column_sq_norms[k, rows])
+                                / (2 * n) - lr / 2 * b**2)
+        if rows.size < len(drops):
+            Xr = np.column_stack([Xr, products[:, 0]])
+        c.append(Xr[outside] / (2 * n))
+    c = np.array(c)                                                    # (K, |outside|, drops)
+    removal[:rows.size] -= lb / 2 * (np.sum(B[:, rows] ** 2, axis=0) - K * B[:, rows].mean(axis=0) ** 2)
+    a = (problem.column_sq_norms[:, outside] / (2 * np.array([len(y) for y in problem.ys]))[:, None]
+         + lr / 2 + lb / 2)[:, :, None]                                # (K, |outside|, 1)
     gamma = lb / (2 * K)
-    best = None
-    for i in drops:
-        removal, c = 0.0, np.empty_like(a)
-        for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
-            n, r = len(y), resids[k]
-            if i is not None:
-                r = r + X[:, i] * B[k, i]
-                removal += (r @ r - resids[k] @ resids[k]) / (2 * n) - lr / 2 * B[k, i] ** 2
-            c[k] = X[:, outside].T @ r / (2 * n)
-        if i is not None:
-            removal -= lb / 2 * (np.sum(B[:, i] ** 2) - K * B[:, i].mean() ** 2)
-        # minimize sum_k a_k t_k^2 - 2 c_k t_k - gamma (sum_k t_k)^2 for every candidate row
+    with np.errstate(divide="ignore", invalid="ignore"):  # a = 0: an all-zero column, unusable
         total = np.sum(c / a, axis=0) / (1 - gamma * np.sum(1 / a, axis=0))
         t = (c + gamma * total) / a
-        gain = -np.sum(c * t, axis=0)
-        j = int(np.argmin(gain))
-        delta = removal + gain[j]
-        if best is None or delta < best[0]:
-            best = (float(delta), None, i, int(outside[j]), t[:, j])
-    return best
+        delta = -np.sum(c * t, axis=0) + removal[None, :]              # (|outside|, drops)
+    delta[~np.isfinite(delta)] = np.inf
+    j, d = np.unravel_index(np.argmin(delta), delta.shape)
+    if not np.isfinite(delta[j, d]):
+        return None
+    return float(delta[j, d]), None, drops[d], int(np.flatnonzero(outside)[j]), t[:, j, d]
 
 
 def apply_swap(B: np.ndarray, move) -> np.ndarray:
