@@ -6,11 +6,16 @@ molar_demo: MOLAR's Section 4.1 setup scaled down (d=8 covariates, M=6
 tasks, n=120 observations each, s=2 heterogeneous coordinates per task,
 sigma=0.1, seed 2026), written as a long-format CSV plus its TOML instance.
 The true coefficients are kept beside it in molar_demo_truth.csv.
+
+sparse_demo: the sparse-MTL simulation (Behdin et al.) scaled down (p=30
+features, K=4 tasks, 2 x 50 rows each, 5 true features per task drawn from
+q=7 candidates, rho=0.5, tau=1, seed 2026), stored as .npz; the instances
+sparse_zbar.toml and sparse_l0l2.toml fit it with and without the Zbar term.
 """
 
 from pathlib import Path
 
-from mtl_opt.synthetic import sparse_heterogeneity
+from mtl_opt.synthetic import smtl_simulation, sparse_heterogeneity
 
 HERE = Path(__file__).resolve().parent
 
@@ -24,5 +29,10 @@ def molar_demo() -> None:
     (HERE / "molar_demo_truth.csv").write_text("\n".join([header, *rows]) + "\n")
 
 
+def sparse_demo() -> None:
+    smtl_simulation(p=30, K=4, n=50, s_true=5, q=7, seed=2026).data.to_npz(HERE / "sparse_demo.npz")
+
+
 if __name__ == "__main__":
     molar_demo()
+    sparse_demo()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mtl_opt.cli import ExitCode, main
+from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InstanceFileError, InvalidDataError, InvalidParameterError
 from mtl_opt.instance import load_instance
 from mtl_opt.result import FitResult
@@ -154,6 +155,9 @@ def test_shipped_demo_is_what_the_generator_writes(tmp_path):
     shutil.copy(DEMO.parent / "generate.py", tmp_path / "generate.py")
     subprocess.run([sys.executable, str(tmp_path / "generate.py")], check=True)
     assert (tmp_path / "molar_demo.csv").read_text() == (DEMO.parent / "molar_demo.csv").read_text()
+    fresh, shipped = (MultiTaskData.from_npz(d / "sparse_demo.npz") for d in (tmp_path, DEMO.parent))
+    assert fresh.task_names == shipped.task_names
+    assert all(np.array_equal(a, b) for a, b in zip(fresh.Xs + fresh.ys, shipped.Xs + shipped.ys))
 
 
 def test_solvers_command_lists_both_backends():
@@ -199,3 +203,33 @@ def test_each_data_error_exits_2_with_one_line(tmp_path, make, phrase):
     assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
     assert phrase in proc.stderr.lower() and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
+
+
+SPARSE = DEMO.parent / "sparse_zbar.toml"
+
+
+@pytest.mark.parametrize("instance", ["sparse_zbar.toml", "sparse_l0l2.toml"])
+def test_shipped_sparse_instances_solve(tmp_path, instance):
+    proc = run_cli("solve", DEMO.parent / instance, "--out", tmp_path / "r.json")
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    result = FitResult.from_json(tmp_path / "r.json")
+    assert result.status == "heuristic" and result.lower_bound is None
+    assert np.all(np.count_nonzero(result.coef, axis=1) <= 5)
+
+
+@pytest.mark.parametrize("line, phrase", [
+    ("s = 0", "'s' parameter"),
+    ("s = 31", "s must be an int in [1, p]"),
+    ("lambda_ridge = -0.1", "'lambda_ridge' parameter"),
+    ('variant = "lasso"', "'variant' parameter"),
+    ("lambda_bbar = 0.1", "has no bbar term"),
+])
+def test_bad_sparse_hyperparameters_exit_2(tmp_path, line, phrase):
+    text = SPARSE.read_text().replace('path = "sparse_demo.npz"', f'path = "{DEMO.parent / "sparse_demo.npz"}"')
+    key = line.split(" =")[0]
+    text = "\n".join(l for l in text.splitlines() if not l.startswith(key + " ")) + f"\n{line}\n"
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    proc = run_cli("solve", path, "--out", tmp_path / "r.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
+    assert phrase in proc.stderr and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

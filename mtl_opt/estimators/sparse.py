@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import __version__
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations.sparse import VARIANTS, SparseProblem
@@ -104,6 +105,6 @@ class SparseMTL(MTLEstimator):
             method=self.method, coef=coef, intercept=intercept_orig,
             objective=problem.objective(B), lower_bound=None, status="heuristic",
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
-            solver="bcd", solver_version="mtl_opt", log=log,
+            solver="bcd (mtl_opt)", solver_version=__version__, log=log,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": n_iter})
