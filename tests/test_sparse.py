@@ -230,3 +230,14 @@ def test_estimator_reports_original_scale_and_warm_starts():
     assert warm.result_.objective <= model.result_.objective + 1e-12
     assert warm.n_iter_ <= model.n_iter_
     assert model.result_.status == "heuristic" and model.result_.lower_bound is None
+
+
+def test_cross_validation_over_a_sparse_path_prefers_enough_features():
+    from mtl_opt.cv import cross_validate
+    from mtl_opt.synthetic import smtl_simulation
+    data = smtl_simulation(p=30, K=3, n=60, s_true=4, q=4, tau=0.25, seed=3).data
+    cv = cross_validate(SparseMTL(variant="zbar_l2", lambda_zbar=0.01), {"s": [1, 2, 4, 8],
+                        "lambda_ridge": [1e-3, 1e-1]}, data, n_splits=3, seed=0, progress=False)
+    assert cv.best_params["s"] >= 4
+    assert cv.mean[[p["s"] for p in cv.points].index(1)] > cv.mean[cv.best_index]
+    assert isinstance(cv.best_estimator, SparseMTL) and cv.best_estimator.coef_.shape == (3, 30)
