@@ -4,6 +4,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.optimize import minimize, minimize_scalar
 
 from mtl_opt.data import MultiTaskData
@@ -100,12 +102,18 @@ def test_refit_matches_a_generic_least_squares_solve(variant, seed):
     assert np.allclose(problem.refit(support), expected, atol=1e-10)
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("seed", range(8))
-def test_every_swap_gain_equals_the_actual_change_in_F(variant, seed):
-    problem, rng = random_problem(variant, seed, K=3, p=9, n=12)
-    B = random_feasible(problem, rng)
+@settings(max_examples=80, deadline=None)
+@given(variant=st.sampled_from(list(VARIANTS)), seed=st.integers(0, 10**6), K=st.integers(1, 4),
+       p=st.integers(3, 9), s=st.integers(1, 3), density=st.floats(0.1, 1.0))
+def test_swap_gain_equals_the_actual_change_in_F(variant, seed, K, p, s, density):
+    """Predicted gain of the chosen move (swap, or pure addition when a support has room) is exact."""
+    problem, rng = random_problem(variant, seed, K=K, p=p, n=12, s=s)
+    dense = rng.normal(size=(K, p))
+    B = _project(problem, dense if problem.common_support else dense * (rng.random((K, p)) < density))
     move = best_swap(problem, B)
+    if move is None:  # every feature is already in every support
+        assert np.all(B != 0)
+        return
     after = apply_swap(B, move)
     assert problem.feasible(after)
     assert move[0] == pytest.approx(problem.objective(after) - problem.objective(B), rel=1e-9, abs=1e-12)
