@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+import pyomo.environ as pyo
 import scipy.linalg
 
 from ..data import MultiTaskData
@@ -184,3 +185,165 @@ def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
     except np.linalg.LinAlgError:
         return np.linalg.lstsq(H, rhs, rcond=None)[0]
+
+
+# --- exact models: the perspective cut oracle, the OA master MILP and the Big-M MIQP ----------
+
+
+@dataclass(frozen=True)
+class Cut:
+    """An affine minorant of the continuous part c(z) valid on all of [0, 1]^(K x p).
+
+    ``constant[k] + sum_j gradient[k, j] * z[k, j]`` bounds task k's part from
+    below when the tasks decouple (no Bbar); with Bbar, ``constant`` has one
+    entry and the cut bounds the whole of c(z).
+    """
+
+    constant: np.ndarray
+    gradient: np.ndarray
+
+    def value(self, z: np.ndarray) -> float:
+        return float(np.sum(self.constant) + np.sum(self.gradient * z))
+
+
+def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
+    """The cut at any coefficients B, from the perspective (ridge) form of c(z).
+
+    Write c(z) = min_beta G(beta) + (lambda_ridge/2) sum beta_jk^2 / z_jk with
+    G = loss + Bbar term.  Conjugating the perspective term gives, for every
+    v, c(z) >= -G*(-v) - sum_jk z_jk v_jk^2 / (2 lambda_ridge); choosing
+    v = -grad G(B) makes G*(-v) = -v.B - G(B) exact (Fenchel-Young), so
+
+        c(z) >= G(B) + v.B - sum_jk z_jk v_jk^2 / (2 lambda_ridge)   for all z,
+
+    tight at z = supp(B) when B is the refit there.  Needs lambda_ridge > 0.
+    """
+    if problem.lambda_ridge <= 0:
+        raise InvalidParameterError(
+            "perspective cuts need lambda_ridge > 0; use solver='miqp' (Big-M) for lambda_ridge = 0.")
+    mean = B.mean(axis=0)
+    losses, v = [], np.empty_like(B)
+    for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
+        resid = y - X @ B[k]
+        losses.append(resid @ resid / (2 * len(y)))
+        v[k] = X.T @ resid / len(y) - problem.lambda_bbar * (B[k] - mean)
+    per_task = np.array(losses) + np.einsum("kp,kp->k", v, B)
+    gradient = -v**2 / (2 * problem.lambda_ridge)
+    if problem.lambda_bbar:
+        bbar = 0.5 * problem.lambda_bbar * np.sum((B - mean) ** 2)
+        return Cut(np.array([per_task.sum() + bbar]), gradient)
+    return Cut(per_task, gradient)
+
+
+def _support_model(problem: SparseProblem, name: str) -> pyo.ConcreteModel:
+    """Binary supports z[k, j] with the cardinality (and common-support) rows, and the Zbar term.
+
+    The Zbar term uses sum_k ||z_k - z_bar||^2 = (1/K) sum_{k<l} ||z_k - z_l||^2,
+    exact for binaries with w[j, k, l] >= |z_jk - z_jl| (the objective pushes
+    w down): ``model.zbar_cost`` is the expression (lambda_zbar/2) times it.
+    """
+    K, p = problem.n_tasks, problem.n_features
+    model = pyo.ConcreteModel(name=name)
+    model.tasks = pyo.RangeSet(0, K - 1)
+    model.features = pyo.RangeSet(0, p - 1)
+    model.z = pyo.Var(model.tasks, model.features, within=pyo.Binary)
+    model.cardinality = pyo.Constraint(
+        model.tasks, rule=lambda m, k: sum(m.z[k, j] for j in m.features) <= problem.s)
+    if problem.common_support:
+        model.common = pyo.Constraint(model.tasks, model.features,
+                                      rule=lambda m, k, j: m.z[k, j] == m.z[0, j] if k else pyo.Constraint.Skip)
+    pairs = [(k, l) for k in range(K) for l in range(k + 1, K)] if problem.lambda_zbar else []
+    model.pairs = pyo.Set(initialize=pairs, dimen=2)
+    model.w = pyo.Var(model.features, model.pairs, within=pyo.NonNegativeReals)
+    model.w_up = pyo.Constraint(model.features, model.pairs,
+                                rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[k, j] - m.z[l, j])
+    model.w_down = pyo.Constraint(model.features, model.pairs,
+                                  rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[l, j] - m.z[k, j])
+    model.zbar_cost = pyo.Expression(expr=problem.lambda_zbar / (2 * K) * sum(
+        model.w[j, k, l] for j in model.features for (k, l) in pairs))
+    return model
+
+
+def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
+    """The outer-approximation master MILP: supports, Zbar exactly, epigraph variables, no cuts yet.
+
+    Components: ``z``, ``w`` (Zbar), ``eta[t] >= 0`` (one per task without
+    Bbar, one in all with it: c(z) >= 0 always), ``cuts`` (a ConstraintList
+    that ``add_cut`` fills), objective ``obj = sum eta + zbar_cost``.
+    """
+    model = _support_model(problem, "sparse_oa_master")
+    parts = 1 if problem.lambda_bbar else problem.n_tasks
+    model.parts = pyo.RangeSet(0, parts - 1)
+    model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
+    model.cuts = pyo.ConstraintList()
+    model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
+    return model
+
+
+def add_cut(model: pyo.ConcreteModel, cut: Cut) -> None:
+    """Add eta >= cut(z) rows to a master from ``build_master``."""
+    K, p = cut.gradient.shape
+    if len(cut.constant) == 1:
+        model.cuts.add(model.eta[0] >= float(cut.constant[0]) + sum(
+            float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p)))
+        return
+    for k in range(K):
+        model.cuts.add(model.eta[k] >= float(cut.constant[k]) + sum(
+            float(cut.gradient[k, j]) * model.z[k, j] for j in range(p)))
+
+
+def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
+    """The (K, p) boolean support held by a solved model's z."""
+    return np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(shape[1])]
+                     for k in range(shape[0])])
+
+
+def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -> pyo.ConcreteModel:
+    """The Big-M MIQP of F with residual variables (diagonal Hessian, never X^T X).
+
+    Variables ``beta[k, j]``, ``resid[k, i] = y_ki - x_ki . beta_k``, ``z``, ``w``
+    and, with Bbar, ``mean[j] = (1/K) sum_k beta_jk``.  ``-M z <= beta <= M z``.
+    With ``perspective`` (and lambda_ridge > 0) the ridge term is written as
+    (lambda_ridge/2) sum t_jk with beta_jk^2 <= t_jk z_jk, a tighter relaxation
+    with the same integer solutions.
+    """
+    model = _support_model(problem, "sparse_miqp")
+    rows = [(k, i) for k in range(problem.n_tasks) for i in range(len(problem.ys[k]))]
+    model.rows = pyo.Set(initialize=rows, dimen=2)
+    model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
+    model.resid = pyo.Var(model.rows)
+    X, y = problem.Xs, problem.ys
+    model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(y[k][i]) - sum(
+        float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0))
+    model.upper = pyo.Constraint(model.tasks, model.features,
+                                 rule=lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j])
+    model.lower = pyo.Constraint(model.tasks, model.features,
+                                 rule=lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j])
+    loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
+    if perspective and problem.lambda_ridge > 0:
+        model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
+        model.perspective = pyo.Constraint(
+            model.tasks, model.features, rule=lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j])
+        ridge = problem.lambda_ridge / 2 * sum(model.t.values())
+    else:
+        ridge = problem.lambda_ridge / 2 * sum(b**2 for b in model.beta.values())
+    bbar = 0.0
+    if problem.lambda_bbar:
+        model.mean = pyo.Var(model.features)
+        model.mean_def = pyo.Constraint(model.features, rule=lambda m, j: problem.n_tasks * m.mean[j]
+                                        == sum(m.beta[k, j] for k in m.tasks))
+        bbar = problem.lambda_bbar / 2 * sum((model.beta[k, j] - model.mean[j]) ** 2
+                                             for k in model.tasks for j in model.features)
+    model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
+    return model
+
+
+def coefficient_bound(problem: SparseProblem, upper_bound: float) -> float | None:
+    """A valid |beta_jk| bound at any solution with F <= upper_bound: sqrt(2 UB / lambda_ridge).
+
+    (lambda_ridge/2) beta_jk^2 <= F for every coefficient, so no optimal
+    solution is cut off.  None without a ridge term.
+    """
+    if problem.lambda_ridge <= 0:
+        return None
+    return float(np.sqrt(2 * upper_bound / problem.lambda_ridge))
