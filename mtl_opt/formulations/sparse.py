@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 import pyomo.environ as pyo
 import scipy.linalg
+import scipy.sparse.linalg
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
@@ -136,11 +137,8 @@ class SparseProblem:
         B = np.zeros((K, p))
         columns = [np.flatnonzero(support[k]) for k in range(K)]
         if not self.lambda_bbar:
-            for k, cols in enumerate(columns):
-                if cols.size:
-                    Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-                    H = Xs.T @ Xs / n + self.lambda_ridge * np.eye(cols.size)
-                    B[k, cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
+            for k in range(K):
+                B[k] = self.refit_task(k, support[k])
             return B
         offsets = np.cumsum([0] + [c.size for c in columns])
         H = np.zeros((offsets[-1], offsets[-1]))
@@ -157,15 +155,23 @@ class SparseProblem:
             B[k, cols] = solution[offsets[k]:offsets[k + 1]]
         return B
 
+    def refit_task(self, k: int, support: np.ndarray) -> np.ndarray:
+        """Task k's ridge refit on a (p,) boolean support; exact when there is no Bbar coupling."""
+        row = np.zeros(self.n_features)
+        cols = np.flatnonzero(support)
+        if cols.size:
+            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
+            H = Xs.T @ Xs / n + self.lambda_ridge * np.eye(cols.size)
+            row[cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
+        return row
+
     @cached_property
     def lipschitz(self) -> float:
         """An upper bound on the block Lipschitz constant of the smooth part's gradient.
 
-        max_k lambda_max(X_k^T X_k) / n_k + lambda_ridge + lambda_bbar, with the
-        eigenvalue taken from the smaller of X^T X and X X^T.
+        max_k lambda_max(X_k^T X_k) / n_k + lambda_ridge + lambda_bbar.
         """
-        spectral = max(np.linalg.eigvalsh(X @ X.T if X.shape[0] < X.shape[1] else X.T @ X)[-1]
-                       / len(y) for X, y in zip(self.Xs, self.ys))
+        spectral = max(_top_eigenvalue(X) / len(y) for X, y in zip(self.Xs, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
     @cached_property
@@ -173,10 +179,36 @@ class SparseProblem:
         """(K, p) squared column norms of the (centered) designs."""
         return np.array([np.sum(X**2, axis=0) for X in self.Xs])
 
+    def with_params(self, **changes) -> "SparseProblem":
+        """The same data with other hyperparameters; cached data-only quantities are kept."""
+        other = replace(self, **changes)
+        if not changes.keys() & {"lambda_ridge", "lambda_bbar"} and "lipschitz" in self.__dict__:
+            other.__dict__["lipschitz"] = self.__dict__["lipschitz"]
+        if "column_sq_norms" in self.__dict__:
+            other.__dict__["column_sq_norms"] = self.__dict__["column_sq_norms"]
+        return other
+
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
         """The same problem on a subset of the features (the others fixed at zero)."""
         return replace(self, Xs=tuple(X[:, columns] for X in self.Xs),
                        x_means=self.x_means[:, columns])
+
+
+def _top_eigenvalue(X: np.ndarray) -> float:
+    """lambda_max(X^T X), slightly rounded up.
+
+    Small designs: a dense eigenvalue of the smaller Gram matrix.  Large ones:
+    Lanczos on v -> X^T (X v) (never forming X^T X), from a fixed start so the
+    result is reproducible, then raised by 1e-4 relative to cover its error.
+    """
+    if min(X.shape) <= 200:
+        gram = X @ X.T if X.shape[0] < X.shape[1] else X.T @ X
+        return float(np.linalg.eigvalsh(gram)[-1])
+    p = X.shape[1]
+    operator = scipy.sparse.linalg.LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v), dtype=float)
+    top = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", tol=1e-8, v0=np.ones(p),
+                                    return_eigenvectors=False)[0]
+    return float(top) * (1 + 1e-4)
 
 
 def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:

@@ -16,13 +16,14 @@ The heuristic for the sparse multi-task objective F of
 3. Local search: the best single swap (drop i, add j with its exact 1-D
    minimizer, others fixed; Zbar and Bbar changes included exactly), per task,
    or per row for common-support variants; each accepted swap is followed by a
-   refit; repeat until no swap improves F.
+   refit.  When no such swap improves F, the 3s most promising swaps of each
+   task are scored again with a full refit (correlated features can pay off
+   only together); repeat until neither kind improves F.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import numpy as np
 
@@ -32,6 +33,8 @@ from ..formulations.sparse import SparseProblem
 IMPROVEMENT = 1e-12
 #: IHT sweeps with an unchanged support before the continuous part is refitted exactly.
 STABLE_SWEEPS = 3
+#: Swaps per unit of s (per task) re-scored with a full refit once no 1-D swap improves.
+REFIT_CANDIDATES = 3
 
 
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
@@ -49,8 +52,9 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     if init is not None:
         return run(problem, _project(problem, np.array(init, dtype=float)))
     zeros = np.zeros((problem.n_tasks, problem.n_features))
-    wide = replace(problem, s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
-    wide_solution = run(wide, zeros)[0]
+    problem.lipschitz  # computed once, shared with the relaxed problem
+    wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
+    wide_solution = _descend(wide, zeros, max_iter, tol, False, 0, clock)[0]  # a start only
     runs = [run(problem, zeros), run(problem, _project(problem, wide_solution))]
     return min(runs, key=lambda r: problem.objective(r[0]))
 
@@ -62,14 +66,19 @@ def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
     B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock)
     B, value = _refit(problem, B, value)
     log.append(_record("refit", it, value, B, clock))
-    if local_search:
-        for swap in range(1, max_swaps + 1):
-            move = best_swap(problem, B)
-            if move is None or move[0] >= -IMPROVEMENT * max(abs(value), 1e-12):
-                break
-            B = apply_swap(B, move)
+    swaps = 0
+    while local_search and swaps < max_swaps:
+        move = best_swap(problem, B)
+        if move is not None and move[0] < -IMPROVEMENT * max(abs(value), 1e-12):
+            phase, B = "swap", apply_swap(B, move)
             B, value = _refit(problem, B, problem.objective(B))
-            log.append(_record("swap", swap, value, B, clock))
+        else:  # no 1-D swap improves: try the most promising swaps with a full refit
+            candidate = _best_refit_swap(problem, B, value)
+            if candidate is None:
+                break
+            phase, (B, value) = "refit-swap", candidate
+        swaps += 1
+        log.append(_record(phase, swaps, value, B, clock))
     return B, log, it
 
 
@@ -190,24 +199,61 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
     (one per task for a row swap).  For a task with fewer than s features,
     adding without dropping (drop = None) is considered too.
     """
+    moves = [move for moves in _swap_tables(problem, B, 1) for move in moves]
+    return min(moves, key=lambda move: move[0]) if moves else None
+
+
+def _swap_tables(problem, B, count):
+    """The ``count`` best swaps of each task (or of the shared rows), by exact 1-D gain."""
     if problem.common_support:
-        return _best_row_swap(problem, B)
+        return [_row_swaps(problem, B, count)]
+    return [_task_swaps(problem, B, k, count) for k in range(problem.n_tasks)]
+
+
+def _best_refit_swap(problem, B, value):
+    """Among each task's REFIT_CANDIDATES best 1-D swaps, the one whose refit improves F most.
+
+    Scoring with the other coefficients fixed misses swaps that pay off only
+    once the support is refitted (correlated features); this catches them.
+    Returns (B, value) or None.
+    """
     best = None
-    for k in range(problem.n_tasks):
-        move = _best_task_swap(problem, B, k)
-        if move is not None and (best is None or move[0] < best[0]):
-            best = move
+    for moves in _swap_tables(problem, B, REFIT_CANDIDATES * problem.s):
+        for move in moves:
+            refit = _refit_after(problem, B, move)
+            refit_value = problem.objective(refit)
+            if refit_value < value - IMPROVEMENT * max(abs(value), 1e-12) and (
+                    best is None or refit_value < best[1]):
+                best = (refit, refit_value)
     return best
 
 
-def _best_task_swap(problem, B, k):
-    """Best swap in task k, all (drop, add) pairs at once from one product X^T [r, X_S]."""
+def _refit_after(problem, B, move):
+    """B after ``move`` with the continuous part refitted (only the moved task when tasks decouple)."""
+    swapped = apply_swap(B, move)
+    task = move[1]
+    if task is None or problem.lambda_bbar:
+        return problem.refit(swapped != 0)
+    swapped[task] = problem.refit_task(task, swapped[task] != 0)
+    return swapped
+
+
+def _smallest(delta, count):
+    """Flat indices of the ``count`` smallest finite entries of delta, in increasing order."""
+    flat = delta.ravel()
+    finite = np.flatnonzero(np.isfinite(flat))
+    order = finite[np.argsort(flat[finite], kind="stable")[:count]]
+    return [np.unravel_index(i, delta.shape) for i in order]
+
+
+def _task_swaps(problem, B, k, count):
+    """The ``count`` best swaps in task k, all (drop, add) pairs scored from one product X^T [r, X_S]."""
     X, y, n = problem.Xs[k], problem.ys[k], len(problem.ys[k])
     K, lr, lb = problem.n_tasks, problem.lambda_ridge, problem.lambda_bbar
     support = np.flatnonzero(B[k])
     outside = B[k] == 0
     if not outside.any():
-        return None
+        return []
     resid = y - X @ B[k]
     mean = B.mean(axis=0)
     counts = np.count_nonzero(B, axis=0).astype(float)
@@ -231,14 +277,12 @@ def _best_task_swap(problem, B, k):
     gain[usable] = (-c[usable] ** 2 / a[usable, None]
                     + _zbar_delta(problem, counts[usable], counts[usable] + 1)[:, None])
     delta = gain + removal[None, :]
-    j, d = np.unravel_index(np.argmin(delta), delta.shape)
-    if not np.isfinite(delta[j, d]):
-        return None
-    return float(delta[j, d]), k, drops[d], int(j), c[j, d] / a[j]
+    return [(float(delta[j, d]), k, drops[d], int(j), c[j, d] / a[j])
+            for j, d in _smallest(delta, count)]
 
 
-def _best_row_swap(problem, B):
-    """Best common-support swap: drop row i in every task, add row j with its exact joint optimum.
+def _row_swaps(problem, B, count):
+    """The ``count`` best common-support swaps: drop row i in every task, add row j at its joint optimum.
 
     Adding row j means minimizing sum_k a_k t_k^2 - 2 c_k t_k - gamma (sum_k t_k)^2
     (gamma = lambda_bbar / 2K), a diagonal-minus-rank-one quadratic solved in closed form.
@@ -247,7 +291,7 @@ def _best_row_swap(problem, B):
     rows = np.flatnonzero((B != 0).any(axis=0))
     outside = ~(B != 0).any(axis=0)
     if not outside.any():
-        return None
+        return []
     drops = list(rows) + ([None] if rows.size < problem.s else [])
     c, removal = [], np.zeros(len(drops))
     for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
@@ -269,11 +313,9 @@ def _best_row_swap(problem, B):
         total = np.sum(c / a, axis=0) / (1 - gamma * np.sum(1 / a, axis=0))
         t = (c + gamma * total) / a
         delta = -np.sum(c * t, axis=0) + removal[None, :]              # (|outside|, drops)
-    delta[~np.isfinite(delta)] = np.inf
-    j, d = np.unravel_index(np.argmin(delta), delta.shape)
-    if not np.isfinite(delta[j, d]):
-        return None
-    return float(delta[j, d]), None, drops[d], int(np.flatnonzero(outside)[j]), t[:, j, d]
+    columns = np.flatnonzero(outside)
+    return [(float(delta[j, d]), None, drops[d], int(columns[j]), t[:, j, d])
+            for j, d in _smallest(delta, count)]
 
 
 def apply_swap(B: np.ndarray, move) -> np.ndarray:
