@@ -1,7 +1,13 @@
 """Exact sparse solvers: perspective cuts, OA on HiGHS and SCIP, the Big-M MIQP, all against brute force."""
 
+import time
+
 import numpy as np
 import pytest
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.errors import InvalidParameterError
+from mtl_opt.estimators import SparseMTL
 
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
 from mtl_opt.solvers.backends import get_backend
@@ -93,3 +99,58 @@ def test_oa_with_a_time_limit_keeps_a_valid_bound():
     assert result.lower_bound is None or result.lower_bound <= optimum + 1e-9
     assert result.objective >= optimum - 1e-9
     assert result.status in ("optimal", "time_limit")
+
+
+SOUNDNESS = [(variant, K, seed) for variant in VARIANTS for K, seed in [(1, 0), (2, 1), (3, 2), (2, 3), (3, 4)]]
+
+
+@pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
+def test_estimator_exact_paths_are_sound_on_30_tiny_instances(path):
+    """LB <= enumerated optimum <= UB on every instance; 'optimal' implies rel_gap <= tolerance."""
+    solver, backend = path
+    for variant, K, seed in SOUNDNESS:
+        problem, _ = random_problem(variant, 5000 + seed, K=K, p=7, n=15, s=2)
+        optimum = brute_force_optimum(problem)
+        data = MultiTaskData(list(problem.Xs), list(problem.ys))
+        params = {k: getattr(problem, k) for k in ("lambda_ridge", "lambda_bbar", "lambda_zbar")}
+        model = SparseMTL(variant=variant, s=2, solver=solver, backend=backend, standardize=False,
+                          fit_intercept=False, solve_options=SolveOptions(time_limit=30), **params).fit(data)
+        result = model.result_
+        assert result.lower_bound <= optimum + 1e-9 * abs(optimum), (variant, K, seed)
+        assert optimum <= result.objective + 1e-9 * abs(optimum), (variant, K, seed)
+        if result.status == "optimal":
+            assert result.rel_gap <= 1e-6
+
+
+def test_exact_paths_refuse_lambda_ridge_zero_with_a_reason():
+    problem, _ = random_problem("l0l2", 0)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    for solver in ("oa", "miqp"):
+        with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):
+            SparseMTL(variant="l0l2", s=3, solver=solver).fit(data)
+
+
+def test_time_limit_returns_in_time_with_incumbent_and_valid_bound():
+    from mtl_opt.synthetic import smtl_simulation
+    data = smtl_simulation(p=40, K=3, n=50, s_true=5, q=8, seed=9).data
+    start = time.perf_counter()
+    model = SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.01, lambda_zbar=0.02, solver="oa",
+                      solve_options=SolveOptions(time_limit=5)).fit(data)
+    elapsed = time.perf_counter() - start
+    result = model.result_
+    heuristic = SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.01, lambda_zbar=0.02).fit(data).result_
+    assert elapsed < 6 + heuristic.wall_time
+    assert result.status in ("time_limit", "optimal")
+    assert result.objective <= heuristic.objective + 1e-12
+    assert result.lower_bound is not None and result.lower_bound <= result.objective
+
+
+def test_certify_turns_a_heuristic_fit_into_a_bounded_one():
+    problem, _ = random_problem("zbar_l2", 77)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    model = SparseMTL(variant="zbar_l2", s=3, lambda_ridge=problem.lambda_ridge, lambda_zbar=problem.lambda_zbar,
+                      standardize=False, fit_intercept=False).fit(data)
+    assert model.result_.lower_bound is None
+    result = model.certify(data, time_limit=30)
+    assert model.result_ is result and result.status == "optimal"
+    assert result.lower_bound <= brute_force_optimum(problem) + 1e-9 <= result.objective + 2e-9

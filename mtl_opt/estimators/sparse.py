@@ -9,8 +9,12 @@ from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..result import FitResult
+from ..result import relative_gap
+from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
-from .base import BOOLEAN, Interval, MTLEstimator, OneOf
+from ..solvers.oa import solve_miqp, solve_oa
+from ..solvers.options import SolveOptions
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 
 class SparseMTL(MTLEstimator):
@@ -29,8 +33,13 @@ class SparseMTL(MTLEstimator):
         Maximum support size per task.
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
-    solver : {"bcd"}, default="bcd"
-        Block coordinate descent + local search (``mtl_opt.solvers.bcd``).
+    solver : {"bcd", "oa", "miqp"}, default="bcd"
+        ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
+        no bound.  ``oa``: outer approximation with a MILP master (HiGHS by
+        default, or SCIP) started from the bcd answer; ``miqp``: the Big-M
+        MIQP on SCIP, M proven from the bcd answer.  Both report a proven lower
+        bound and need lambda_ridge > 0 (the perspective cuts and the Big-M
+        both come from the ridge term).
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
@@ -38,6 +47,11 @@ class SparseMTL(MTLEstimator):
     max_iter : int, default=1000
         Maximum IHT sweeps.
     local_search : bool, default=True
+    backend : {"highs", "scip"} or None
+        MILP backend of ``oa`` (default HiGHS); ``miqp`` runs on SCIP.
+    solve_options : SolveOptions or None
+        time_limit, rel_gap (tolerance for status ``optimal``), verbose (prints
+        the OA iteration table), threads...
     seed : int or None
         Accepted for API symmetry; the BCD heuristic is deterministic.
 
@@ -45,7 +59,9 @@ class SparseMTL(MTLEstimator):
     ----------
     coef_ : ndarray (K, p), intercept_ : ndarray (K,), support_ : ndarray (K, p) bool
     result_ : FitResult
-        status ``heuristic``: BCD proves no bound (see the exact solvers).
+        status ``heuristic`` for bcd (no bound); for oa / miqp ``optimal`` only
+        when the proven relative gap is <= rel_gap, else ``gap_limit`` or
+        ``time_limit`` with the bound reached.
     n_iter_ : int
         IHT sweeps run.
     """
@@ -58,7 +74,9 @@ class SparseMTL(MTLEstimator):
         "lambda_ridge": [Interval(0.0, None)],
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
-        "solver": [OneOf(("bcd",))],
+        "solver": [OneOf(("bcd", "oa", "miqp"))],
+        "backend": [OneOf(("highs", "scip", None))],
+        "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
         "fit_intercept": [BOOLEAN],
         "max_iter": [Interval(1, None, integer=True)],
@@ -68,7 +86,7 @@ class SparseMTL(MTLEstimator):
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, solver="bcd", standardize=True, fit_intercept=True,
-                 max_iter=1000, local_search=True, seed=None):
+                 max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None):
         self.variant = variant
         self.s = s
         self.lambda_ridge = lambda_ridge
@@ -79,16 +97,12 @@ class SparseMTL(MTLEstimator):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.local_search = local_search
+        self.backend = backend
+        self.solve_options = solve_options
         self.seed = seed
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
-        scaler = None
-        if self.standardize:
-            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
-        problem = SparseProblem.from_data(
-            data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
-            lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
-            fit_intercept=self.fit_intercept)
+        problem, scaler, data = self._problem(data)
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
@@ -96,15 +110,69 @@ class SparseMTL(MTLEstimator):
                 f"{(data.n_tasks, data.n_features)}.")
         B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter,
                                  local_search=self.local_search)
+        self.n_iter_ = n_iter
+        if self.solver == "bcd":
+            if self.backend is not None:
+                raise InvalidParameterError(
+                    f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
+                    f"the bcd heuristic needs no solver backend.")
+            return self._result(problem, scaler, data, B, None, "heuristic", "bcd (mtl_opt)",
+                                __version__, log, {})
+        return self._certified(problem, scaler, data, B, self.solver, self.backend)
+
+    def certify(self, data: MultiTaskData, *, solver: str = "oa", backend: str | None = None,
+                time_limit: float | None = None) -> FitResult:
+        """Prove how good the fitted estimate is: run an exact solver from it, update ``result_``.
+
+        The exact solver starts from the current estimate, so the objective can
+        only improve; afterwards ``result_.lower_bound`` is a proven bound.
+        """
+        self._check_is_fitted()
+        problem, scaler, std_data = self._problem(data)
+        options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
+        result = self._certified(problem, scaler, std_data, self.result_.extra["coef_fitted"],
+                                 solver, backend, options)
+        result.params = self.result_.params
+        self.result_ = result
+        self.coef_, self.intercept_ = result.coef, result.intercept
+        return result
+
+    def _problem(self, data):
+        scaler = None
+        if self.standardize:
+            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
+        problem = SparseProblem.from_data(
+            data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
+            lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
+            fit_intercept=self.fit_intercept)
+        return problem, scaler, data
+
+    def _certified(self, problem, scaler, data, B, solver, backend_name, options=None):
+        """Run OA or the MIQP from the incumbent B and wrap the outcome."""
+        options = options or self.solve_options or SolveOptions()
+        if solver == "miqp":
+            exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
+        else:
+            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B,
+                             print_log=options.verbose)
+        status = exact.status
+        if status == "optimal" and not relative_gap(exact.objective, exact.lower_bound) <= options.rel_gap:
+            status = "gap_limit"
+        bound = "Big-M MIQP dual bound" if solver == "miqp" else "outer-approximation master dual bound"
+        return self._result(problem, scaler, data, exact.B, exact.lower_bound, status,
+                            f"{solver} ({exact.native['solver']})", exact.native["solver_version"],
+                            exact.log, exact.native, bound)
+
+    def _result(self, problem, scaler, data, B, lower, status, solver, version, log, native,
+                bound_source=None) -> FitResult:
         intercept = problem.intercepts(B)
         coef, intercept_orig = (scaler.coef_to_original(B, intercept) if scaler
                                 else (B.copy(), intercept))
         self.support_ = coef != 0
-        self.n_iter_ = n_iter
         return FitResult(
             method=self.method, coef=coef, intercept=intercept_orig,
-            objective=problem.objective(B), lower_bound=None, status="heuristic",
+            objective=problem.objective(B), lower_bound=lower, status=status,
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
-            solver="bcd (mtl_opt)", solver_version=__version__, log=log,
-            task_names=list(data.task_names), feature_names=list(data.feature_names),
-            extra={"coef_fitted": B, "n_iter": n_iter})
+            bound_source=bound_source, solver=solver, solver_version=version, log=log,
+            native=native, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            extra={"coef_fitted": B, "n_iter": self.n_iter_})
