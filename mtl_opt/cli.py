@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .collab import command as collab_command
 from .errors import (CapabilityError, InstanceFileError, InvalidDataError, InvalidParameterError,
                      MTLOptError, SolverError, SolverUnavailableError)
 
@@ -64,14 +65,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="check an instance file and its data without solving")
     validate.add_argument("instance", type=Path)
 
+    export = commands.add_parser("export", help="write a sparse_mtl instance's MIQP or OA master as LP/MPS")
+    export.add_argument("instance", type=Path)
+    export.add_argument("--format", choices=["lp", "mps"], default="lp")
+    export.add_argument("--model", choices=["miqp", "master"], default="miqp",
+                        help="the Big-M MIQP, or the outer-approximation master with its first cuts")
+    export.add_argument("--out", type=Path, help="output file (default: out/<instance>.<model>.<format>)")
+
     commands.add_parser("solvers", help="list solver backends, versions and capabilities")
+    collab_command.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return {"solve": _solve, "validate": _validate, "solvers": _solvers}[args.command](args)
+        commands = {"solve": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
+                    "collab": collab_command.run}
+        return commands[args.command](args)
     except MTLOptError as exc:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)
         return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))
@@ -107,6 +118,23 @@ def _validate(args) -> int:
     instance.estimator()
     print(f"{args.instance}: valid ({instance.method}, K={data.n_tasks} tasks, "
           f"p={data.n_features} features, n={data.n_total} observations)")
+    return ExitCode.OK
+
+
+def _export(args) -> int:
+    from .instance import load_instance
+
+    instance = load_instance(args.instance)
+    estimator = instance.estimator()
+    if not hasattr(estimator, "exact_model"):
+        raise InstanceFileError(f"{args.instance}: export needs a sparse_mtl instance; "
+                                f"method {instance.method!r} has no exact model.")
+    model = estimator.exact_model(instance.load_data(), kind=args.model)
+    out = args.out or Path("out") / f"{args.instance.stem}.{args.model}.{args.format}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pyomo_format = {"lp": "cpxlp", "mps": "mps"}[args.format]
+    model.write(str(out), format=pyomo_format, io_options={"symbolic_solver_labels": True})
+    print(f"wrote {out} ({args.model}, {args.format.upper()})")
     return ExitCode.OK
 
 

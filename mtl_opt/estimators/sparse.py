@@ -12,7 +12,7 @@ from ..result import FitResult
 from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
-from ..solvers.oa import solve_miqp, solve_oa
+from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -136,6 +136,20 @@ class SparseMTL(MTLEstimator):
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
         return result
+
+    def exact_model(self, data: MultiTaskData, kind: str = "miqp"):
+        """The Pyomo model an exact solver would start from, for inspection, extension or export.
+
+        ``kind="miqp"``: the Big-M MIQP (M from the bcd answer); ``"master"``:
+        the outer-approximation master with its initial cuts.  Both are on the
+        standardized data when ``standardize`` is set.
+        """
+        self._check_params()
+        if kind not in ("miqp", "master"):
+            raise InvalidParameterError(f"kind must be 'miqp' or 'master'; got {kind!r}.")
+        problem, _, _ = self._problem(data)
+        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)[0]
+        return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _problem(self, data):
         scaler = None

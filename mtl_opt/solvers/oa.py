@@ -55,11 +55,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     or ``iteration_limit`` otherwise.
     """
     start = time.perf_counter()
-    master = build_master(problem)
+    master = initial_master(problem, incumbent)
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
-    for support in _nearby_supports(problem, best):
-        add_cut(master, perspective_cut(problem, problem.refit(support)))
     lower, log, status, seen = -np.inf, [], "iteration_limit", set()
     master_options = options.with_updates(rel_gap=options.rel_gap / 10)
     for it in range(1, max_iter + 1):
@@ -98,6 +96,14 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
                        "master_status": run.native.get("status")})
 
 
+def initial_master(problem: SparseProblem, incumbent: np.ndarray) -> pyo.ConcreteModel:
+    """The OA master with its first cuts: at the incumbent's support and at a few nearby ones."""
+    master = build_master(problem)
+    for support in _nearby_supports(problem, problem.refit(incumbent != 0)):
+        add_cut(master, perspective_cut(problem, problem.refit(support)))
+    return master
+
+
 def _nearby_supports(problem, B):
     """The incumbent's support and those of its best single swap chain (a few steps)."""
     supports, current = [B != 0], B
@@ -115,12 +121,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective."""
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
-    big_m = coefficient_bound(problem, upper)
-    if big_m is None:
-        raise InvalidParameterError(
-            "the MIQP needs lambda_ridge > 0 to derive a valid Big-M (|beta| <= sqrt(2 UB / "
-            "lambda_ridge)); without a ridge term no bound on the coefficients is proven.")
-    model = build_miqp(problem, big_m, perspective)
+    model = miqp_model(problem, incumbent, perspective)
+    big_m = model.beta[0, 0].ub
     run = backend.solve(model, "miqp", options)
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
@@ -138,6 +140,16 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
             "big_m": big_m, "time": run.wall_time}]
     return ExactSolve(best, upper, run.bound, status, log,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
+
+
+def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
+    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at least as good."""
+    big_m = coefficient_bound(problem, problem.objective(problem.refit(incumbent != 0)))
+    if big_m is None:
+        raise InvalidParameterError(
+            "the MIQP needs lambda_ridge > 0 to derive a valid Big-M (|beta| <= sqrt(2 UB / "
+            "lambda_ridge)); without a ridge term no bound on the coefficients is proven.")
+    return build_miqp(problem, big_m, perspective)
 
 
 def _remaining(options, start):

@@ -1,0 +1,138 @@
+"""Experiment files (TOML) for ``mtl-opt collab``.
+
+    [system]                   # kind = gaussian | finite | digits; other keys are
+    kind = "gaussian"          # the arguments of gaussian_system / random_finite_system /
+    n_agents = 20              # digits_system
+    delta_env = 0.2
+    seed = 0
+
+    [run]
+    horizon = 60
+    runs = 10
+    seed = 0
+    step = "constant"          # "constant": alpha; "log": ln T / (lam T), lam defaults to
+    alpha = 0.01               # min_i lambda_min(sym A_bar^i) of the system
+    n_jobs = 1
+
+    [methods]                  # one entry per method to run, with its hyperparameters
+    affpcl = {}
+    pfedme = { lam = 15.0 }
+
+    [output]                   # optional
+    plot = "curves.png"        # relative to this file; needs matplotlib (mtl_opt[plot])
+
+Unknown tables or keys are errors: a typo must never be silently ignored.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
+from .algorithms import METHODS, Method, make_method, step_size
+from .runner import CollabResult, run_methods
+from .systems import LinearSystem, digits_system, gaussian_system, random_finite_system
+
+SYSTEMS = {"gaussian": gaussian_system, "finite": random_finite_system, "digits": digits_system}
+RUN_KEYS = {"horizon", "runs", "seed", "step", "alpha", "lam", "n_jobs"}
+OUTPUT_KEYS = {"plot"}
+
+
+@dataclass
+class Experiment:
+    """A parsed experiment file: the system, the methods and how to run them."""
+
+    path: Path
+    system_kind: str
+    system_params: dict
+    methods: dict[str, Method]
+    run: dict
+    plot: Path | None = None
+
+    def build_system(self) -> LinearSystem:
+        try:
+            return SYSTEMS[self.system_kind](**self.system_params)
+        except (InvalidParameterError, InvalidDataError) as exc:
+            raise InstanceFileError(f"{self.path}: [system]: {exc}") from None
+
+    def alpha(self, system: LinearSystem) -> float:
+        """The constant step size of [run] for this system."""
+        lam = self.run.get("lam")
+        try:
+            return step_size(self.run.get("step", "constant"), alpha=self.run.get("alpha"),
+                             horizon=self.run["horizon"],
+                             lam=system.strong_monotonicity() if lam is None else lam)
+        except InvalidParameterError as exc:
+            raise InstanceFileError(f"{self.path}: [run]: {exc}") from None
+
+    def execute(self, *, progress: bool = True, **overrides) -> tuple[LinearSystem, CollabResult]:
+        """Build the system and run the methods; ``overrides`` replace [run] keys (e.g. horizon)."""
+        run = {**self.run, **{k: v for k, v in overrides.items() if v is not None}}
+        experiment = Experiment(self.path, self.system_kind, self.system_params, self.methods, run)
+        system = experiment.build_system()
+        try:
+            result = run_methods(system, self.methods, horizon=run["horizon"],
+                                 alpha=experiment.alpha(system), runs=run.get("runs", 10),
+                                 seed=run.get("seed", 0), n_jobs=run.get("n_jobs", 1),
+                                 progress=progress)
+        except InvalidParameterError as exc:
+            raise InstanceFileError(f"{self.path}: [run]: {exc}") from None
+        return system, result
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Parse and check an experiment file (nothing is run)."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise InstanceFileError(f"experiment file {str(path)!r} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
+    _only_keys(path, "the top level", raw, {"system", "run", "methods", "output"})
+    for table in ("system", "run", "methods"):
+        if not isinstance(raw.get(table), dict):
+            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    system = dict(raw["system"])
+    kind = system.pop("kind", None)
+    if kind not in SYSTEMS:
+        raise InstanceFileError(f"{path}: [system] kind must be one of {sorted(SYSTEMS)}; got {kind!r}.")
+    _only_keys(path, f"[system] ({kind})", system, set(inspect.signature(SYSTEMS[kind]).parameters))
+    _only_keys(path, "[run]", raw["run"], RUN_KEYS)
+    if "horizon" not in raw["run"]:
+        raise InstanceFileError(f"{path}: [run] needs horizon = <number of steps>.")
+    output = raw.get("output", {})
+    _only_keys(path, "[output]", output, OUTPUT_KEYS)
+    return Experiment(path, kind, system, _methods(path, raw["methods"]), dict(raw["run"]),
+                      path.parent / output["plot"] if "plot" in output else None)
+
+
+def _methods(path: Path, table: dict) -> dict[str, Method]:
+    _only_keys(path, "[methods]", table, set(METHODS))
+    if not table:
+        raise InstanceFileError(f"{path}: [methods] is empty; list at least one of {', '.join(METHODS)}.")
+    methods = {}
+    for name, params in table.items():
+        if not isinstance(params, dict):
+            raise InstanceFileError(f"{path}: [methods] {name} must be a table of hyperparameters, "
+                                    f"e.g. {name} = {{}}; got {params!r}.")
+        try:
+            methods[name] = make_method(name, **params)
+        except InvalidParameterError as exc:
+            raise InstanceFileError(f"{path}: [methods] {name}: {exc}") from None
+    return methods
+
+
+def _only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise InstanceFileError(
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"allowed: {', '.join(sorted(allowed))}.")
