@@ -249,3 +249,13 @@ def test_cross_validation_over_a_sparse_path_prefers_enough_features():
     assert cv.best_params["s"] >= 4
     assert cv.mean[[p["s"] for p in cv.points].index(1)] > cv.mean[cv.best_index]
     assert isinstance(cv.best_estimator, SparseMTL) and cv.best_estimator.coef_.shape == (3, 30)
+
+
+@pytest.mark.parametrize("lambda_zbar", [0.2, 1.0])
+def test_a_zbar_fit_is_never_worse_than_the_common_support_fit(lambda_zbar):
+    """A shared support has no Zbar cost, so zbar_l2's optimum is at most cs_l2's (a bcd regression seen at large lambda_zbar)."""
+    from mtl_opt.synthetic import smtl_simulation
+    data = smtl_simulation(p=60, K=4, n=40, s_true=6, q=8, seed=5).data
+    zbar = SparseMTL(variant="zbar_l2", s=6, lambda_ridge=1.0, lambda_zbar=lambda_zbar).fit(data)
+    shared = SparseMTL(variant="cs_l2", s=6, lambda_ridge=1.0).fit(data)
+    assert zbar.result_.objective <= shared.result_.objective * (1 + 1e-12)

@@ -167,8 +167,7 @@ class SparseMTL(MTLEstimator):
         if solver == "miqp":
             exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
         else:
-            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B,
-                             print_log=options.verbose)
+            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B)
         status = exact.status
         if status == "optimal" and not relative_gap(exact.objective, exact.lower_bound) <= options.rel_gap:
             status = "gap_limit"

@@ -123,8 +123,12 @@ class SparseProblem:
             return False
         return not self.common_support or bool(np.all(support == support.any(axis=0)))
 
-    def refit(self, support: np.ndarray) -> np.ndarray:
+    def refit(self, support: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """The exact minimizer of F's continuous part with supports fixed (K, p) bool.
+
+        With ``z`` (K, p) in (0, 1] on the support, the ridge weight of beta_jk
+        is lambda_ridge / z_jk: the minimizer of the perspective relaxation at
+        a fractional z (where outer approximation takes its root cuts).
 
         Without Bbar each task is a ridge regression on its support.  With
         Bbar the tasks couple through beta_bar: the Hessian over all selected
@@ -136,9 +140,11 @@ class SparseProblem:
         K, p = support.shape
         B = np.zeros((K, p))
         columns = [np.flatnonzero(support[k]) for k in range(K)]
+        ridge = np.full((K, p), self.lambda_ridge) if z is None else self.lambda_ridge / np.where(
+            support, z, 1.0)
         if not self.lambda_bbar:
             for k in range(K):
-                B[k] = self.refit_task(k, support[k])
+                B[k] = self.refit_task(k, support[k], ridge[k])
             return B
         offsets = np.cumsum([0] + [c.size for c in columns])
         H = np.zeros((offsets[-1], offsets[-1]))
@@ -147,7 +153,7 @@ class SparseProblem:
         for k, cols in enumerate(columns):
             block = slice(offsets[k], offsets[k + 1])
             Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-            H[block, block] = Xs.T @ Xs / n + (self.lambda_ridge + self.lambda_bbar) * np.eye(cols.size)
+            H[block, block] = Xs.T @ Xs / n + np.diag(ridge[k, cols] + self.lambda_bbar)
             rhs[block] = Xs.T @ self.ys[k] / n
         H -= (self.lambda_bbar / K) * (feature[:, None] == feature[None, :])
         solution = _solve_spd(H, rhs) if offsets[-1] else rhs
@@ -155,13 +161,17 @@ class SparseProblem:
             B[k, cols] = solution[offsets[k]:offsets[k + 1]]
         return B
 
-    def refit_task(self, k: int, support: np.ndarray) -> np.ndarray:
-        """Task k's ridge refit on a (p,) boolean support; exact when there is no Bbar coupling."""
+    def refit_task(self, k: int, support: np.ndarray, ridge: np.ndarray | None = None) -> np.ndarray:
+        """Task k's ridge refit on a (p,) boolean support; exact when there is no Bbar coupling.
+
+        ``ridge`` gives per-coefficient weights (default lambda_ridge everywhere).
+        """
         row = np.zeros(self.n_features)
         cols = np.flatnonzero(support)
         if cols.size:
             Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-            H = Xs.T @ Xs / n + self.lambda_ridge * np.eye(cols.size)
+            weights = np.full(cols.size, self.lambda_ridge) if ridge is None else ridge[cols]
+            H = Xs.T @ Xs / n + np.diag(weights)
             row[cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
         return row
 

@@ -41,9 +41,12 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
             tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000):
     """Run the heuristic; returns (B, log, n_iter) for the best of its starts.
 
-    With ``init`` (K, p) that is the only start.  Without, two starts are
-    tried, as in the reference code: zeros, and the solution of the relaxed
-    problem with s' = min(3s, p) and no Zbar term, hard-thresholded to s.
+    With ``init`` (K, p) that is the only start.  Without, the starts are
+    zeros and, as in the reference code, the solution of the relaxed problem
+    with s' = min(3s, p) and no Zbar term, hard-thresholded to s; with a Zbar
+    term also the common-support solution with its row swaps (zero Zbar
+    cost; single-task swaps from heterogeneous starts cannot reach it once
+    lambda_zbar is large), so a Zbar fit is never worse than the cs fit.
     ``log`` holds one record per IHT sweep and per accepted swap:
     start, phase, iteration, objective, support size, time.
     """
@@ -52,10 +55,15 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     if init is not None:
         return run(problem, _project(problem, np.array(init, dtype=float)))
     zeros = np.zeros((problem.n_tasks, problem.n_features))
-    problem.lipschitz  # computed once, shared with the relaxed problem
+    problem.lipschitz  # computed once, shared with the relaxed problems
     wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
-    wide_solution = _descend(wide, zeros, max_iter, tol, False, 0, clock)[0]  # a start only
-    runs = [run(problem, zeros), run(problem, _project(problem, wide_solution))]
+    starts = [zeros, _project(problem, _descend(wide, zeros, max_iter, tol, False, 0, clock)[0])]
+    if problem.lambda_zbar:  # a shared support costs no Zbar: start from the best one found
+        shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2",
+                                     lambda_zbar=0.0)
+        starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
+                              max_swaps=max_swaps)[0])
+    runs = [run(problem, start) for start in starts]
     return min(runs, key=lambda r: problem.objective(r[0]))
 
 
