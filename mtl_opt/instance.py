@@ -25,13 +25,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from .data import MultiTaskData
 from .errors import InstanceFileError, InvalidParameterError
+from .tomlfile import only_keys, read_toml
 from .estimators import ESTIMATORS, MTLEstimator
 from .solvers.options import SolveOptions
 
@@ -80,20 +77,15 @@ class Instance:
 def load_instance(path: str | Path) -> Instance:
     """Parse and check an instance file (data is not read; see ``Instance.load_data``)."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InstanceFileError(f"instance file {str(path)!r} does not exist.") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
-    _only_keys(path, "the top level", raw, {"data", "method", "solve"})
+    raw = read_toml(path, "instance file")
+    only_keys(path, "the top level", raw, {"data", "method", "solve"})
     for table in ("data", "method"):
         if not isinstance(raw.get(table), dict):
             raise InstanceFileError(f"{path}: missing [{table}] table.")
     data_spec = _data_spec(path, raw["data"])
     method, params = _method(path, raw["method"])
     solve = dict(raw.get("solve", {}))
-    _only_keys(path, "[solve]", solve, SOLVE_KEYS)
+    only_keys(path, "[solve]", solve, SOLVE_KEYS)
     backend = solve.pop("backend", None)
     try:
         options = SolveOptions(**solve)
@@ -107,7 +99,7 @@ def _data_spec(path: Path, table: dict) -> dict:
     if "path" not in table or not isinstance(table["path"], str):
         raise InstanceFileError(f"{path}: [data] needs path = \"<data file relative to the instance>\".")
     kind = "npz" if table["path"].endswith(".npz") else "csv"
-    _only_keys(path, f"[data] ({kind} file)", table, DATA_KEYS[kind])
+    only_keys(path, f"[data] ({kind} file)", table, DATA_KEYS[kind])
     if kind == "csv" and not {"task", "response"} <= table.keys():
         raise InstanceFileError(f"{path}: [data] for a CSV file needs task and response column names.")
     return dict(table)
@@ -120,13 +112,5 @@ def _method(path: Path, table: dict) -> tuple[str, dict]:
         raise InstanceFileError(
             f"{path}: [method] name must be one of {sorted(ESTIMATORS)}; got {name!r}.")
     allowed = set(ESTIMATORS[name].param_names()) - set(SOLVE_PARAMS)
-    _only_keys(path, f"[method] ({name})", params, allowed)
+    only_keys(path, f"[method] ({name})", params, allowed)
     return name, params
-
-
-def _only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise InstanceFileError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
-            f"allowed: {', '.join(sorted(allowed))}.")

@@ -14,14 +14,11 @@ from mtl_opt.collab import (AffPCL, Ditto, FedAvg, FineTuning, IFCA, Independent
                             run_methods, step_size)
 from mtl_opt.collab.algorithms import coe_residual
 from mtl_opt.collab.systems import ratio_from_distributions
+from montecarlo import zscores
 from mtl_opt.errors import InvalidParameterError
 
 M = 100_000
 
-
-def zscores(samples, exact):
-    se = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
-    return np.abs(samples.mean(axis=0) - exact) / np.maximum(se, 1e-300)
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,11 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from mtl_opt.collab import FiniteStateSystem, digits_system, gaussian_system, random_finite_system
+from montecarlo import zscores
 from mtl_opt.errors import InvalidDataError, InvalidParameterError
 
 M = 100_000
 
-
-def zscores(samples, exact):
-    """Entrywise (mean - exact) / standard error over the first axis."""
-    se = samples.std(axis=0, ddof=1) / np.sqrt(len(samples))
-    return np.abs(samples.mean(axis=0) - exact) / np.maximum(se, 1e-300)
 
 
 @pytest.fixture(scope="module")

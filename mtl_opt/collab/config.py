@@ -30,12 +30,9 @@ import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
 
 from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
+from ..tomlfile import only_keys, read_toml
 from .algorithms import METHODS, Method, make_method, step_size
 from .runner import CollabResult, run_methods
 from .systems import LinearSystem, digits_system, gaussian_system, random_finite_system
@@ -90,13 +87,8 @@ class Experiment:
 def load_experiment(path: str | Path) -> Experiment:
     """Parse and check an experiment file (nothing is run)."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise InstanceFileError(f"experiment file {str(path)!r} does not exist.") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
-    _only_keys(path, "the top level", raw, {"system", "run", "methods", "output"})
+    raw = read_toml(path, "experiment file")
+    only_keys(path, "the top level", raw, {"system", "run", "methods", "output"})
     for table in ("system", "run", "methods"):
         if not isinstance(raw.get(table), dict):
             raise InstanceFileError(f"{path}: missing [{table}] table.")
@@ -104,18 +96,18 @@ def load_experiment(path: str | Path) -> Experiment:
     kind = system.pop("kind", None)
     if kind not in SYSTEMS:
         raise InstanceFileError(f"{path}: [system] kind must be one of {sorted(SYSTEMS)}; got {kind!r}.")
-    _only_keys(path, f"[system] ({kind})", system, set(inspect.signature(SYSTEMS[kind]).parameters))
-    _only_keys(path, "[run]", raw["run"], RUN_KEYS)
+    only_keys(path, f"[system] ({kind})", system, set(inspect.signature(SYSTEMS[kind]).parameters))
+    only_keys(path, "[run]", raw["run"], RUN_KEYS)
     if "horizon" not in raw["run"]:
         raise InstanceFileError(f"{path}: [run] needs horizon = <number of steps>.")
     output = raw.get("output", {})
-    _only_keys(path, "[output]", output, OUTPUT_KEYS)
+    only_keys(path, "[output]", output, OUTPUT_KEYS)
     return Experiment(path, kind, system, _methods(path, raw["methods"]), dict(raw["run"]),
                       path.parent / output["plot"] if "plot" in output else None)
 
 
 def _methods(path: Path, table: dict) -> dict[str, Method]:
-    _only_keys(path, "[methods]", table, set(METHODS))
+    only_keys(path, "[methods]", table, set(METHODS))
     if not table:
         raise InstanceFileError(f"{path}: [methods] is empty; list at least one of {', '.join(METHODS)}.")
     methods = {}
@@ -128,11 +120,3 @@ def _methods(path: Path, table: dict) -> dict[str, Method]:
         except InvalidParameterError as exc:
             raise InstanceFileError(f"{path}: [methods] {name}: {exc}") from None
     return methods
-
-
-def _only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
-    unknown = sorted(set(table) - set(allowed))
-    if unknown:
-        raise InstanceFileError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
-            f"allowed: {', '.join(sorted(allowed))}.")

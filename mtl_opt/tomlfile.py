@@ -1,0 +1,31 @@
+"""Reading TOML configuration files strictly: a clear error for a missing or bad file or an unknown key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from .errors import InstanceFileError
+
+
+def read_toml(path: Path, what: str) -> dict:
+    """The parsed file; ``what`` names the kind of file in the error ("instance file", ...)."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InstanceFileError(f"{what} {str(path)!r} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
+
+
+def only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
+    """Refuse keys outside ``allowed``: a typo must never be silently ignored."""
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise InstanceFileError(
+            f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
+            f"allowed: {', '.join(sorted(allowed))}.")
