@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from ..formulations.sparse import SparseProblem
+from ..formulations.sparse import SparseProblem, zbar_penalty
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12
@@ -219,7 +219,7 @@ def _swap_tables(problem, B, count):
 
 
 def _best_refit_swap(problem, B, value):
-    """Among each task's REFIT_CANDIDATES best 1-D swaps, the one whose refit improves F most.
+    """Among each task's REFIT_CANDIDATES * s best 1-D swaps, the one whose refit improves F most.
 
     Scoring with the other coefficients fixed misses swaps that pay off only
     once the support is refitted (correlated features); this catches them.
@@ -228,22 +228,35 @@ def _best_refit_swap(problem, B, value):
     best = None
     for moves in _swap_tables(problem, B, REFIT_CANDIDATES * problem.s):
         for move in moves:
-            refit = _refit_after(problem, B, move)
-            refit_value = problem.objective(refit)
+            refit, refit_value = _refit_after(problem, B, value, move)
             if refit_value < value - IMPROVEMENT * max(abs(value), 1e-12) and (
                     best is None or refit_value < best[1]):
                 best = (refit, refit_value)
     return best
 
 
-def _refit_after(problem, B, move):
-    """B after ``move`` with the continuous part refitted (only the moved task when tasks decouple)."""
+def _refit_after(problem, B, value, move):
+    """(B', F(B')): B after ``move`` with the continuous part refitted.
+
+    When tasks decouple (no Bbar) only the moved task is refitted and F is
+    updated by that task's change, not re-evaluated over all tasks.
+    """
     swapped = apply_swap(B, move)
     task = move[1]
     if task is None or problem.lambda_bbar:
-        return problem.refit(swapped != 0)
+        refit = problem.refit(swapped != 0)
+        return refit, problem.objective(refit)
     swapped[task] = problem.refit_task(task, swapped[task] != 0)
-    return swapped
+    change = (_task_part(problem, task, swapped[task]) - _task_part(problem, task, B[task])
+              + 0.5 * problem.lambda_zbar * (zbar_penalty(swapped != 0) - zbar_penalty(B != 0)))
+    return swapped, value + change
+
+
+def _task_part(problem, k, row):
+    """Task k's loss plus ridge term at coefficients ``row`` (only its support is touched)."""
+    cols = np.flatnonzero(row)
+    resid = problem.ys[k] - problem.Xs[k][:, cols] @ row[cols]
+    return resid @ resid / (2 * len(resid)) + 0.5 * problem.lambda_ridge * row[cols] @ row[cols]
 
 
 def _smallest(delta, count):
