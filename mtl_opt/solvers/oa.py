@@ -103,8 +103,8 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         seen.add(key)
         add_cut(master, perspective_cut(problem, B))
     return ExactSolve(best, upper, None if not np.isfinite(lower) else float(lower), status, log,
-                      {"solver": run.solver, "solver_version": run.solver_version,
-                       "master_status": run.native.get("status")})
+                      {"solver": backend.label, "solver_version": backend.version(),
+                       "master_status": log[-1]["master_status"]})
 
 
 def initial_master(problem: SparseProblem, incumbent: np.ndarray) -> pyo.ConcreteModel:
