@@ -158,3 +158,56 @@ def _ar1_design(n: int, p: int, rho: float, rng: np.random.Generator) -> np.ndar
     innovations = rng.normal(size=(n, p))
     innovations[:, 0] /= scale   # so that x_1 = e_1 has unit variance
     return lfilter([scale], [1.0, -rho], innovations, axis=1)
+
+
+@dataclass(frozen=True)
+class ArmulSimulation(SyntheticProblem):
+    """ARMUL's Section 5.1 data; ``inliers`` is the set S of tasks that follow the structure."""
+
+    inliers: np.ndarray = None   # (m,) bool
+
+
+def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d: int = 50,
+                     delta: float = 0.0, epsilon: float = 0.0, sigma: float = 1.0,
+                     seed: int | np.random.Generator | None = None) -> ArmulSimulation:
+    """ARMUL's Section 5.1 simulation (Duan and Wang): m tasks, n rows each, x ~ N(0, I_d).
+
+    vanilla:   theta_j = 2 e_1 + delta_j
+    clustered: theta_j = 2 e_{z_j} + delta_j with z_j = j mod 3 (0-based: task j, cluster (j + 1) mod 3)
+    lowrank:   theta_j = (e_1, e_2, e_3) z_j + delta_j with z_j ~ N(0, I_3)
+
+    delta_j is uniform on the sphere of radius ``delta``; then ceil(epsilon m)
+    tasks, drawn without replacement, get theta_j uniform on the sphere of
+    radius 2 (the outliers, outside ``inliers``).  y = X theta_j + N(0, sigma^2).
+    ``global_coef`` is 2 e_1 for vanilla and zero otherwise.
+    """
+    if structure not in ("vanilla", "clustered", "lowrank"):
+        raise InvalidParameterError(
+            f"structure must be 'vanilla', 'clustered' or 'lowrank'; got {structure!r}.")
+    if m < 1 or n < 1 or d < 3 or delta < 0 or not 0 <= epsilon <= 1 or sigma < 0:
+        raise InvalidParameterError(
+            f"need m, n >= 1, d >= 3, delta >= 0, 0 <= epsilon <= 1, sigma >= 0; got m={m}, n={n}, "
+            f"d={d}, delta={delta}, epsilon={epsilon}, sigma={sigma}.")
+    rng = np.random.default_rng(seed)
+
+    def sphere(count, radius):
+        draws = rng.standard_normal((count, d))
+        return radius * draws / np.linalg.norm(draws, axis=1, keepdims=True)
+
+    eye = np.eye(d)
+    if structure == "vanilla":
+        base = np.tile(2 * eye[0], (m, 1))
+    elif structure == "clustered":
+        base = 2 * eye[(np.arange(m) + 1) % 3]
+    else:
+        base = rng.standard_normal((m, 3)) @ eye[:3]
+    coef = base + sphere(m, delta)
+    outliers = rng.choice(m, size=int(np.ceil(epsilon * m - 1e-9)), replace=False)
+    coef[outliers] = sphere(len(outliers), 2.0)
+    inliers = np.ones(m, dtype=bool)
+    inliers[outliers] = False
+    Xs = [rng.standard_normal((n, d)) for _ in range(m)]
+    ys = [X @ theta + sigma * rng.standard_normal(n) for X, theta in zip(Xs, coef)]
+    data = MultiTaskData(Xs, ys, task_names=[f"task{j}" for j in range(m)])
+    global_coef = 2 * eye[0] if structure == "vanilla" else np.zeros(d)
+    return ArmulSimulation(data=data, coef=coef, global_coef=global_coef, inliers=inliers)

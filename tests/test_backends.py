@@ -275,7 +275,25 @@ def test_status_maps_only_use_our_vocabulary():
 
 def test_capabilities_match_design_table():
     assert HighsBackend.capabilities == {"lp", "milp", "qp"}
-    assert ScipBackend.capabilities == {"lp", "milp", "qp", "miqp", "lazy_cuts"}
+    assert ScipBackend.capabilities == {"lp", "milp", "qp", "miqp", "qcp", "miqcp", "nlp",
+                                        "lazy_cuts"}
+
+
+def test_highs_refuses_cones_and_names_scip():
+    for problem_class in ("qcp", "miqcp", "nlp"):
+        with pytest.raises(CapabilityError, match="backend='scip'"):
+            HighsBackend().check(problem_class)
+
+
+def test_scip_solves_a_second_order_cone_program():
+    # min t  s.t.  (x - 3)^2 + (y + 4)^2 <= t^2, t >= 0: optimum 0 at (3, -4); then push x <= 0.
+    model = pyo.ConcreteModel()
+    model.x, model.y, model.t = pyo.Var(bounds=(None, 0)), pyo.Var(), pyo.Var(bounds=(0, None))
+    model.cone = pyo.Constraint(expr=(model.x - 3) ** 2 + (model.y + 4) ** 2 <= model.t ** 2)
+    model.obj = pyo.Objective(expr=model.t)
+    result = ScipBackend().solve(model, "qcp")
+    assert result.status == "optimal" and abs(pyo.value(model.t) - 3) < 1e-5
+    assert result.bound <= 3 + 1e-6
 
 
 def test_highs_refuses_miqp_and_names_scip():

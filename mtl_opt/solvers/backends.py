@@ -47,8 +47,11 @@ logger = logging.getLogger(__name__)
 
 # Problem classes a backend may solve, and features it may offer.
 LP, MILP, QP, MIQP = "lp", "milp", "qp", "miqp"
+#: Quadratic (e.g. second-order-cone) constraints, with or without integers, and
+#: smooth nonlinear functions (e.g. log, exp): SCIP's global solver handles them.
+QCP, MIQCP, NLP = "qcp", "miqcp", "nlp"
 LAZY_CUTS = "lazy_cuts"
-PROBLEM_CLASSES = (LP, MILP, QP, MIQP)
+PROBLEM_CLASSES = (LP, MILP, QP, MIQP, QCP, MIQCP, NLP)
 CAPABILITIES = PROBLEM_CLASSES + (LAZY_CUTS,)
 
 #: Every status a backend reports.  ``gap_limit``: stopped because the
@@ -391,7 +394,7 @@ class ScipBackend(Backend):
 
     name, label, pyomo_name = "scip", "SCIP", "scip_direct"
     install_hint = "install it with `pip install pyscipopt`"
-    capabilities = frozenset({LP, MILP, QP, MIQP, LAZY_CUTS})
+    capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP, NLP, LAZY_CUTS})
     STATUS = {  # pyscipopt Model.getStatus() strings
         "optimal": "optimal",
         "gaplimit": "gap_limit",

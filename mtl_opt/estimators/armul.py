@@ -1,0 +1,297 @@
+"""ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from .. import __version__
+from ..data import MultiTaskData
+from ..errors import InvalidParameterError, SolverError
+from ..formulations import armul as formulation
+from ..formulations.armul import ArmulProblem
+from ..result import FitResult, certified_status
+from ..solvers import prox
+from ..solvers.backends import get_backend
+from ..solvers.options import SolveOptions
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+
+#: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
+PAPER_C_GRID = tuple(round(0.2 * i, 1) for i in range(1, 11))
+
+
+class GLMTasks(MTLEstimator):
+    """Per-task linear or logistic models: design preparation, back-mapping and prediction.
+
+    ``standardize`` scales every feature by one pooled mean and standard
+    deviation (the same for all tasks, so a shared center keeps its meaning);
+    ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
+    other coefficient.  y is never transformed.
+    """
+
+    def _problem(self, data: MultiTaskData, c: float) -> ArmulProblem:
+        X_all = np.vstack(data.Xs)
+        self._shift = X_all.mean(axis=0) if self.standardize and self.fit_intercept else 0.0
+        scale = X_all.std(axis=0) if self.standardize else np.ones(data.n_features)
+        if np.any(scale <= 1e-12 * (1 + np.abs(X_all.mean(axis=0)))):
+            raise InvalidParameterError(
+                f"{type(self).__name__}: a feature is constant over all tasks, so it cannot be "
+                f"standardized; drop it or pass standardize=False.")
+        self._scale = scale
+        Xs = [(X - self._shift) / scale for X in data.Xs]
+        if self.fit_intercept:
+            Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
+        return ArmulProblem.from_tasks(Xs, data.ys, loss=self.loss, c=c)
+
+    def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
+        rows = np.atleast_2d(rows)
+        coef = (rows[:, 1:] if self.fit_intercept else rows) / self._scale
+        intercept = rows[:, 0] - coef @ np.broadcast_to(self._shift, coef.shape[1]) \
+            if self.fit_intercept else np.zeros(len(rows))
+        return coef, intercept
+
+    def _result(self, data, problem, run, *, solver, version, bound_source, rel_gap, extra=None):
+        coef, intercept = self._to_original(run.theta)
+        status = (certified_status(run.objective, run.lower_bound, rel_gap)
+                  if run.status == "optimal" else run.status)
+        self.n_iter_ = run.n_iter
+        return FitResult(
+            method=self.method, coef=coef, intercept=intercept, objective=run.objective,
+            lower_bound=run.lower_bound, status=status,
+            objective_name=f"{self.method} objective, {self.loss} loss"
+            + (" (standardized features)" if self.standardize else ""),
+            bound_source=bound_source if run.lower_bound is not None else None,
+            solver=solver, solver_version=version, log=run.log, native=run.extra.get("native", {}),
+            task_names=list(data.task_names), feature_names=list(data.feature_names),
+            extra={"theta_fitted": run.theta, "centers_fitted": run.centers, **(extra or {})})
+
+    def _anchors(self, problem: ArmulProblem) -> np.ndarray:
+        """Independent per-task fits: the seeds of clustered / low-rank starts."""
+        return np.array([prox.group_fit(problem, j) for j in range(problem.m)])
+
+    def _check_components(self, data: MultiTaskData) -> None:
+        if self.n_components is not None and self.n_components > data.n_tasks:
+            raise InvalidParameterError(
+                f"n_components={self.n_components} exceeds the number of tasks ({data.n_tasks}) "
+                f"in {type(self).__name__}; use at most {data.n_tasks}.")
+
+    def decision_function(self, data) -> list[np.ndarray]:
+        """Linear predictors b_j + X_j theta_j per task."""
+        return super().predict(data)
+
+    def predict(self, data) -> list[np.ndarray]:
+        """Responses (squared loss) or labels in {0, 1} (logistic loss) per task."""
+        scores = self.decision_function(data)
+        return scores if self.loss == "squared" else [(s >= 0).astype(float) for s in scores]
+
+    def predict_proba(self, data) -> list[np.ndarray]:
+        """P(y = 1) per task (logistic loss only)."""
+        if self.loss != "logistic":
+            raise InvalidParameterError(
+                f"predict_proba needs loss='logistic'; this {type(self).__name__} uses "
+                f"loss={self.loss!r}.")
+        return [expit(s) for s in self.decision_function(data)]
+
+
+COMMON_CONSTRAINTS = {
+    "loss": [OneOf(formulation.LOSSES)],
+    "fit_intercept": [BOOLEAN],
+    "standardize": [BOOLEAN],
+}
+
+
+class ARMUL(GLMTasks):
+    """Adaptive and robust multi-task learning: task models shrunk toward a learned structure.
+
+    Minimizes (``mtl_opt.formulations.armul``)::
+
+        sum_j w_j [ f_j(theta_j) + lambda_j ||theta_j - gamma_j||_2 ],   w_j = n_j,
+        lambda_j = c sqrt(d / n_j),   Gamma in Omega
+
+    Omega: one center (``vanilla``), ``n_components`` centers with labels
+    (``clustered``) or rank ``n_components`` (``lowrank``).
+
+    Parameters
+    ----------
+    structure : {"vanilla", "clustered", "lowrank"}, default="vanilla"
+    n_components : int or None, default=None
+        Clusters or rank; required for clustered / low-rank, at most the number of tasks.
+    c : float >= 0, default=1.0
+        Penalty scale; tune over ``PAPER_C_GRID`` with ``cross_validate``.
+    loss : {"squared", "logistic"}, default="squared"
+        Logistic needs labels in {0, 1}.
+    solver : {"prox", "scip"}, default="prox"
+        ``prox``: ``mtl_opt.solvers.prox``; ``scip``: the exact Pyomo model
+        (vanilla both losses; clustered squared loss only; no low-rank model).
+    backend : {"scip"} or None
+        Accepted from instance files; only with solver="scip".
+    fit_intercept, standardize : bool, default=True
+        See ``GLMTasks``.
+    n_init : int, default=10
+        Seeded k-means++ restarts (clustered).
+    max_iter : int, default=20000
+        FISTA iterations per convex solve.
+    seed : int or None
+        Seeds the restarts.
+    solve_options : SolveOptions or None
+        ``rel_gap`` (default 1e-6) is the stopping tolerance of the duality gap;
+        time_limit and the rest go to SCIP.
+
+    Attributes
+    ----------
+    coef_ (m, p), intercept_ (m,), result_, n_iter_
+    center_, center_intercept_ : vanilla center on the data's scale
+    centers_ (K, p), centers_intercept_ (K,), labels_ (m,) : clustered
+    basis_ : (d, K) orthonormal basis of the low-rank subspace, in fitted
+        coordinates (standardized, intercept first)
+
+    Notes
+    -----
+    Vanilla with solver="prox": ``lower_bound`` is the value of a dual
+    feasible point built from the final iterate (see the formulation), and
+    ``optimal`` means a proven relative gap <= rel_gap.  solver="scip":
+    SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
+    searches: status ``heuristic``, no bound.  The objective is recomputed in
+    float64 at the returned estimate, on the fitted (standardized) scale.
+    """
+
+    method = "armul"
+    supports_warm_start = True
+    param_constraints = {
+        "structure": [OneOf(formulation.STRUCTURES)],
+        "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
+        "c": [Interval(0.0, None)],
+        "solver": [OneOf(("prox", "scip"))],
+        "backend": [OneOf((None, "scip"))],
+        "n_init": [Interval(1, None, integer=True)],
+        "max_iter": [Interval(1, None, integer=True)],
+        "seed": [OneOf((None,)), Interval(0, None, integer=True)],
+        "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
+        **COMMON_CONSTRAINTS,
+    }
+
+    def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
+                 solver="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
+                 max_iter=20000, seed=None, solve_options=None):
+        self.structure = structure
+        self.n_components = n_components
+        self.c = c
+        self.loss = loss
+        self.solver = solver
+        self.backend = backend
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.seed = seed
+        self.solve_options = solve_options
+
+    def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
+        self._check_components(data)
+        if self.structure != "vanilla" and self.n_components is None:
+            raise InvalidParameterError(
+                f"ARMUL(structure={self.structure!r}) needs n_components (clusters or rank).")
+        if self.backend is not None and self.solver != "scip":
+            raise InvalidParameterError(
+                f"backend={self.backend!r} is only used with solver='scip'; set solver='scip' "
+                f"or leave backend unset.")
+        options = self.solve_options or SolveOptions()
+        problem = self._problem(data, self.c)
+        if self.solver == "scip":
+            run, version = self._solve_scip(problem, options)
+            return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
+        if self.structure == "vanilla":
+            theta0, center0 = _warm_start(init, problem)
+            run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
+        elif self.structure == "clustered":
+            run = prox.clustered_armul(problem, self.n_components, self._anchors(problem),
+                                       np.random.default_rng(self.seed), n_init=self.n_init,
+                                       rel_gap=options.rel_gap)
+        else:
+            run = prox.lowrank_armul(problem, self.n_components, self._anchors(problem),
+                                     rel_gap=options.rel_gap)
+        return self._finish(data, problem, run, "prox (mtl_opt)", __version__,
+                            "dual feasible point from the iterate", options)
+
+    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions):
+        if self.structure == "lowrank":
+            raise InvalidParameterError(
+                "ARMUL(structure='lowrank') has no exact SCIP model: the rank constraint makes it "
+                "a nonconvex program SCIP's global search does not finish beyond toy sizes; use "
+                "solver='prox'.")
+        if self.structure == "vanilla":
+            model = formulation.build_vanilla_model(problem)
+            kind = "qcp" if self.loss == "squared" else "nlp"
+        else:
+            model = formulation.build_clustered_model(problem, self.n_components)
+            kind = "miqcp"
+        backend = get_backend("scip")
+        out = backend.solve(model, kind, options)
+        if not out.has_solution:
+            raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
+                              f"raise time_limit or use solver='prox'.")
+        theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
+        if self.structure == "vanilla":
+            centers = np.tile([model.center[k].value for k in model.K], (problem.m, 1))
+            extra = {}
+        else:
+            table = np.array([[model.centers[g, k].value for k in model.K] for g in model.G])
+            labels = np.array([max(model.G, key=lambda g: model.assign[j, g].value) for j in model.J])
+            centers, extra = table[labels], {"centers": table, "labels": labels}
+        objective = problem.objective(theta, centers)
+        run = prox.ProxRun(theta, centers, objective, out.bound, out.status, 0, [],
+                           {**extra, "native": dict(out.native)})
+        return run, out.solver_version
+
+    def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
+        extra = {}
+        if self.structure == "vanilla":
+            self.center_, center_intercept = (a[0] for a in self._to_original(run.centers[0]))
+            self.center_intercept_ = float(center_intercept)
+        elif self.structure == "clustered":
+            self.centers_, self.centers_intercept_ = self._to_original(run.extra["centers"])
+            self.labels_ = run.extra["labels"]
+            extra = {"labels": self.labels_, "centers": self.centers_}
+        else:
+            self.basis_ = run.extra["basis"]
+            extra = {"basis": self.basis_}
+        return self._result(data, problem, run, solver=solver, version=version,
+                            bound_source=bound_source, rel_gap=options.rel_gap, extra=extra)
+
+
+def _warm_start(init: FitResult | None, problem: ArmulProblem):
+    """(theta, center) of a previous vanilla fit with the same shape, else (None, None)."""
+    if init is None or "theta_fitted" not in init.extra:
+        return None, None
+    theta = np.asarray(init.extra["theta_fitted"])
+    if theta.shape != (problem.m, problem.d):
+        return None, None
+    return theta, np.asarray(init.extra["centers_fitted"])[0]
+
+
+def mean_squared_error(ys, preds) -> float:
+    """The paper's CV score: mean over tasks of the mean squared prediction error."""
+    return float(np.mean([np.mean((y - p) ** 2) for y, p in zip(ys, preds)]))
+
+
+def misclassification(ys, preds) -> float:
+    """Mean over tasks of the error rate of predicted labels."""
+    return float(np.mean([np.mean(y != p) for y, p in zip(ys, preds)]))
+
+
+def cross_validate_armul(estimator: GLMTasks, data: MultiTaskData, *, n_components=None,
+                         c_grid=PAPER_C_GRID, seed=None, n_jobs=1, progress=False):
+    """5-fold CV (folds within tasks) over c (ARMUL) and ``n_components``, the paper's way.
+
+    Scores by mean squared error (squared loss) or misclassification
+    (logistic); returns ``mtl_opt.cv.CVResult`` with the refitted best estimator.
+    """
+    from ..cv import cross_validate  # cv imports the estimators package
+
+    grid = {"c": list(c_grid)} if "c" in estimator.param_names() else {}
+    if n_components is not None:
+        grid["n_components"] = list(n_components)
+    scoring = mean_squared_error if estimator.loss == "squared" else misclassification
+    return cross_validate(estimator, grid, data, n_splits=5, seed=seed, scoring=scoring,
+                          n_jobs=n_jobs, progress=progress)

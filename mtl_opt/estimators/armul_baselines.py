@@ -1,0 +1,107 @@
+"""ARMUL's baselines (the paper's Examples 3.1-3.4), with ARMUL's losses and interface.
+
+    independent:   min sum_j w_j f_j(theta_j)
+    pooling:       min sum_j w_j f_j(beta)
+    clustered MTL: min over centers, labels of sum_j w_j f_j(beta_{z_j})
+    low-rank MTL:  min over B (d x K), Z of sum_j w_j f_j(B z_j)
+
+Independent learning and pooling are convex and certified by the dual
+points of ``ArmulProblem.dual_bound``; the other two are alternating local
+searches (status ``heuristic``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import __version__
+from ..data import MultiTaskData
+from ..result import FitResult
+from ..solvers import prox
+from .armul import COMMON_CONSTRAINTS, GLMTasks
+from .base import Interval, OneOf
+
+#: Newton fits are exact up to rounding; the tolerance for "optimal".
+GLM_REL_GAP = 1e-6
+
+
+class _Baseline(GLMTasks):
+    """Stores the shared parameters; subclasses implement ``_run(problem)``."""
+
+    param_constraints = dict(COMMON_CONSTRAINTS)
+    coupling: str | None = None
+
+    def __init__(self, *, loss="squared", fit_intercept=True, standardize=True):
+        self.loss = loss
+        self.fit_intercept = fit_intercept
+        self.standardize = standardize
+
+    def _fit(self, data: MultiTaskData) -> FitResult:
+        self._check_components(data)
+        problem = self._problem(data, 0.0)
+        run = self._run(problem)
+        if self.coupling is not None:
+            run.lower_bound = problem.dual_bound(run.theta, self.coupling)
+            run.status = "optimal"
+        return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
+                            bound_source="dual feasible point from the gradients",
+                            rel_gap=GLM_REL_GAP, extra=run.extra)
+
+
+class IndependentTasks(_Baseline):
+    """Independent task learning: one least-squares or logistic fit per task."""
+
+    method, coupling, n_components = "itl", "independent", None
+
+    def _run(self, problem):
+        theta = self._anchors(problem)
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
+
+
+class DataPooling(_Baseline):
+    """Data pooling: one fit on all tasks' data, the same model for every task."""
+
+    method, coupling, n_components = "pooling", "pooled", None
+
+    def _run(self, problem):
+        theta = np.tile(prox.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
+
+
+class _Structured(_Baseline):
+    """Baselines with ``n_components`` (and seeded restarts)."""
+
+    param_constraints = {**COMMON_CONSTRAINTS, "n_components": [Interval(1, None, integer=True)],
+                         "n_init": [Interval(1, None, integer=True)],
+                         "seed": [OneOf((None,)), Interval(0, None, integer=True)]}
+
+    def __init__(self, n_components=2, *, loss="squared", fit_intercept=True, standardize=True,
+                 n_init=10, seed=None):
+        super().__init__(loss=loss, fit_intercept=fit_intercept, standardize=standardize)
+        self.n_components = n_components
+        self.n_init = n_init
+        self.seed = seed
+
+
+class ClusteredMTL(_Structured):
+    """Clustered MTL: K shared models, each task assigned to the one that fits it best."""
+
+    method = "clustered_mtl"
+
+    def _run(self, problem):
+        run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
+                                 np.random.default_rng(self.seed), n_init=self.n_init)
+        self.centers_, self.centers_intercept_ = self._to_original(run.extra["centers"])
+        self.labels_ = run.extra["labels"]
+        return run
+
+
+class LowRankMTL(_Structured):
+    """Low-rank MTL: task models in a learned K-dimensional subspace (SVD start)."""
+
+    method = "lowrank_mtl"
+
+    def _run(self, problem):
+        run = prox.lowrank_mtl(problem, self.n_components, self._anchors(problem))
+        self.basis_ = np.linalg.qr(run.extra["basis"])[0]
+        return run

@@ -1,0 +1,321 @@
+"""ARMUL: adaptive and robust multi-task learning (Duan and Wang), stated, not solved.
+
+For tasks j = 1..m with designs X_j (n_j x d), responses y_j, weights w_j > 0
+and penalties lambda_j >= 0::
+
+    F(Theta, Gamma) = sum_j w_j [ f_j(theta_j) + lambda_j ||theta_j - gamma_j||_2 ]
+    minimized over Theta and Gamma in Omega
+
+    squared loss:   f_j(theta) = 1/(2 n_j) ||y_j - X_j theta||^2
+    logistic loss:  f_j(theta) = 1/n_j sum_i [log(1 + exp(x_ji^T theta)) - y_ji x_ji^T theta]
+
+Omega: one shared center (vanilla, jointly convex), K centers with one label
+per task (clustered, mixed-integer) or Gamma = B Z of rank K (low-rank,
+biconvex).  Defaults w_j = n_j, lambda_j = c sqrt(d / n_j).  An intercept is
+a column of ones in X_j (coefficient 0), penalized and shared like the others.
+
+Certificate (vanilla and its limits).  Writing each loss as
+sum_i phi_ji(x_ji^T theta), any dual point s (one entry per observation) with
+sum_j X_j^T s_j = 0 and ||X_j^T s_j||_2 <= w_j lambda_j gives the lower bound
+``-sum_ji phi_ji^*(s_ji)`` (Fenchel duality; u_j = -X_j^T s_j).
+``dual_bound`` builds s from the gradients at any iterate, repairs the sum by
+a least-squares correction and the norms by a common scaling, and evaluates
+the conjugates in float64 (squared: s y + s^2 / (2c); logistic:
+c [p log p + (1-p) log(1-p)] with p = y + s / c in [0, 1], c = w_j / n_j).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pyomo.environ as pyo
+import scipy.linalg
+from scipy.special import expit, xlogy
+
+from ..errors import InvalidDataError, InvalidParameterError
+
+LOSSES = ("squared", "logistic")
+STRUCTURES = ("vanilla", "clustered", "lowrank")
+#: How tasks are tied in a certificate (see ``dual_bound``).
+COUPLINGS = ("vanilla", "pooled", "independent", "fixed")
+
+
+@dataclass(frozen=True, eq=False)
+class ArmulProblem:
+    """One ARMUL instance: padded designs (m, n_max, d), responses, weights and penalties.
+
+    Rows beyond n_j of task j are zero and masked out.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    mask: np.ndarray
+    w: np.ndarray
+    lam: np.ndarray
+    loss: str
+
+    @classmethod
+    def from_tasks(cls, Xs, ys, *, loss="squared", c=1.0, weights=None) -> "ArmulProblem":
+        """Pad the tasks; w_j = n_j unless ``weights``; lambda_j = c sqrt(d / n_j)."""
+        if loss not in LOSSES:
+            raise InvalidParameterError(f"loss must be one of {LOSSES}; got {loss!r}.")
+        n = np.array([len(y) for y in ys])
+        m, d = len(Xs), Xs[0].shape[1]
+        X, y = np.zeros((m, n.max(), d)), np.zeros((m, n.max()))
+        mask = np.zeros((m, n.max()), dtype=bool)
+        for j, (Xj, yj) in enumerate(zip(Xs, ys)):
+            X[j, :n[j]], y[j, :n[j]], mask[j, :n[j]] = Xj, yj, True
+        if loss == "logistic" and not np.all((y[mask] == 0) | (y[mask] == 1)):
+            raise InvalidDataError("logistic loss needs labels in {0, 1}; got other values in y.")
+        w = n.astype(float) if weights is None else np.asarray(weights, dtype=float)
+        return cls(X, y, mask, w, c * np.sqrt(d / n), loss)
+
+    @property
+    def m(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[2]
+
+    @cached_property
+    def n(self) -> np.ndarray:
+        return self.mask.sum(axis=1)
+
+    @cached_property
+    def row_weight(self) -> np.ndarray:
+        """c_j = w_j / n_j, the weight of every observation of task j."""
+        return self.w / self.n
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        """X_j^T X_j / n_j, shape (m, d, d)."""
+        return np.array([X.T @ X for X in self.X]) / self.n[:, None, None]
+
+    @cached_property
+    def xty(self) -> np.ndarray:
+        return np.einsum("mnd,mn->md", self.X, self.y) / self.n[:, None]
+
+    @cached_property
+    def smoothness(self) -> np.ndarray:
+        """Lipschitz constant of grad f_j: lambda_max(X_j^T X_j / n_j) (times 1/4 for logistic)."""
+        top = np.linalg.eigvalsh(self.gram)[:, -1]
+        return top / 4 if self.loss == "logistic" else top
+
+    def subset(self, tasks) -> "ArmulProblem":
+        tasks = np.asarray(tasks)
+        return ArmulProblem(self.X[tasks], self.y[tasks], self.mask[tasks], self.w[tasks],
+                            self.lam[tasks], self.loss)
+
+    def with_response(self, y) -> "ArmulProblem":
+        """The same problem with responses y (m, n_max) (squared loss: a shifted target)."""
+        out = ArmulProblem(self.X, np.where(self.mask, y, 0.0), self.mask, self.w, self.lam, self.loss)
+        out.__dict__.update({key: self.__dict__[key] for key in ("gram", "smoothness")
+                             if key in self.__dict__})  # cached, independent of y
+        return out
+
+    def with_lam(self, lam) -> "ArmulProblem":
+        return ArmulProblem(self.X, self.y, self.mask, self.w, np.broadcast_to(lam, (self.m,)),
+                            self.loss)
+
+    # --- losses --------------------------------------------------------------------
+
+    def scores(self, Theta) -> np.ndarray:
+        """Linear predictors x_ji^T theta_j, shape (m, n_max)."""
+        return np.einsum("mnd,md->mn", self.X, Theta)
+
+    def losses(self, Theta) -> np.ndarray:
+        """f_j(theta_j) for every task, from residuals/scores (keeps constants)."""
+        z = self.scores(Theta)
+        if self.loss == "squared":
+            per_row = 0.5 * (self.y - z) ** 2
+        else:
+            per_row = np.logaddexp(0.0, z) - self.y * z
+        return np.where(self.mask, per_row, 0.0).sum(axis=1) / self.n
+
+    def grads(self, Theta) -> np.ndarray:
+        """grad f_j(theta_j), shape (m, d)."""
+        if self.loss == "squared":
+            return np.einsum("mik,mk->mi", self.gram, Theta) - self.xty
+        resid = np.where(self.mask, expit(self.scores(Theta)) - self.y, 0.0)
+        return np.einsum("mnd,mn->md", self.X, resid) / self.n[:, None]
+
+    def objective(self, Theta, Gamma) -> float:
+        """F(Theta, Gamma) with Gamma of shape (m, d) (one center per task) or (d,)."""
+        Theta = np.asarray(Theta, dtype=float)
+        dist = np.linalg.norm(Theta - np.broadcast_to(Gamma, Theta.shape), axis=1)
+        return float(np.sum(self.w * (self.losses(Theta) + self.lam * dist)))
+
+    # --- certificate ---------------------------------------------------------------
+
+    def dual_point(self, Theta) -> np.ndarray:
+        """s_ji = phi_ji'(x_ji^T theta_j): the gradient-based dual candidate, (m, n_max)."""
+        z = self.scores(Theta)
+        link = z if self.loss == "squared" else expit(z)
+        return np.where(self.mask, self.row_weight[:, None] * (link - self.y), 0.0)
+
+    def conjugate_sum(self, s) -> float | None:
+        """sum_ji phi_ji^*(s_ji), or None when s is outside the domain (logistic)."""
+        c = self.row_weight[:, None]
+        if self.loss == "squared":
+            return float(np.sum(np.where(self.mask, s * self.y + s**2 / (2 * c), 0.0)))
+        p = np.where(self.mask, self.y + s / c, 0.0)
+        if np.any(p < 0) or np.any(p > 1):
+            return None
+        return float(np.sum(c * np.where(self.mask, xlogy(p, p) + xlogy(1 - p, 1 - p), 0.0)))
+
+    @cached_property
+    def _pooled_factor(self):
+        """Cholesky factor of sum_j c_j X_j^T X_j, or None when singular."""
+        return _cholesky(np.einsum("m,mik->ik", self.w, self.gram))
+
+    @cached_property
+    def _task_factors(self):
+        return [_cholesky(G) for G in self.gram]
+
+    def dual_bound(self, Theta, coupling="vanilla", centers=None) -> float | None:
+        """A proven lower bound on the optimum from the iterate Theta, or None.
+
+        coupling: "vanilla" (one free center), "pooled" (theta_j all equal),
+        "independent" (lambda = 0) or "fixed" (centers Gamma given, (m, d)).
+        """
+        if coupling not in COUPLINGS:
+            raise InvalidParameterError(f"coupling must be one of {COUPLINGS}; got {coupling!r}.")
+        if coupling == "vanilla" and not np.any(self.lam):
+            coupling = "independent"  # lambda = 0: the tasks separate
+        s = self.dual_point(Theta)
+        if coupling in ("vanilla", "pooled"):
+            if self._pooled_factor is None:
+                return None
+            r = np.einsum("mnd,mn->d", self.X, s)
+            s = s - self.row_weight[:, None] * self.scores(
+                np.tile(scipy.linalg.cho_solve(self._pooled_factor, r), (self.m, 1)))
+        elif coupling == "independent":
+            if any(f is None for f in self._task_factors):
+                return None
+            r = np.einsum("mnd,mn->md", self.X, s)
+            s = s - self.scores(np.array([scipy.linalg.cho_solve(f, rj) / nj
+                                          for f, rj, nj in zip(self._task_factors, r, self.n)]))
+        u_norm = np.linalg.norm(np.einsum("mnd,mn->md", self.X, s), axis=1)
+        cap = self.w * self.lam
+        ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
+        if coupling == "vanilla":
+            s = s * min(1.0, float(ratio.min()))
+        elif coupling == "fixed":
+            s = s * np.minimum(ratio, 1.0)[:, None]
+        conj = self.conjugate_sum(s)
+        if conj is None:
+            return None
+        linear = 0.0 if coupling != "fixed" else float(np.sum(s * self.scores(centers)))
+        return -conj + linear
+
+
+def _cholesky(matrix):
+    eig = np.linalg.eigvalsh(matrix)
+    if eig[0] <= 1e-12 * max(eig[-1], 1e-300):
+        return None
+    return scipy.linalg.cho_factor(matrix)
+
+
+# --- exact models for SCIP --------------------------------------------------------------
+
+
+def _add_tasks(model, problem: ArmulProblem) -> None:
+    """theta[j, k], dist[j] >= 0, scores, the loss (epigraph for logistic) and the objective."""
+    m, d = problem.m, problem.d
+    rows = [(j, i) for j in range(m) for i in range(int(problem.n[j]))]
+    model.J, model.K, model.R = pyo.RangeSet(0, m - 1), pyo.RangeSet(0, d - 1), pyo.Set(initialize=rows)
+    model.theta = pyo.Var(model.J, model.K)
+    model.dist = pyo.Var(model.J, domain=pyo.NonNegativeReals)
+    model.score = pyo.Var(model.R)
+    model.score_def = pyo.Constraint(model.R, rule=lambda b, j, i: b.score[j, i] == sum(
+        float(problem.X[j, i, k]) * b.theta[j, k] for k in range(d)))
+    c = problem.row_weight
+    if problem.loss == "squared":
+        data_term = sum(0.5 * c[j] * (model.score[j, i] - float(problem.y[j, i])) ** 2
+                        for j, i in rows)
+    else:
+        # softplus[j, i] >= log(1 + exp(score)) in the convex form SCIP recognizes.
+        # softplus >= max(0, score) is implied, but keeps the LP relaxation bounded.
+        model.softplus = pyo.Var(model.R, domain=pyo.NonNegativeReals)
+        model.softplus_max = pyo.Constraint(model.R, rule=lambda b, j, i: b.softplus[j, i] >= b.score[j, i])
+        model.softplus_def = pyo.Constraint(model.R, rule=lambda b, j, i: pyo.exp(
+            -b.softplus[j, i]) + pyo.exp(b.score[j, i] - b.softplus[j, i]) <= 1)
+        data_term = sum(c[j] * (model.softplus[j, i] - float(problem.y[j, i]) * model.score[j, i])
+                        for j, i in rows)
+    model.obj = pyo.Objective(expr=data_term + sum(
+        float(problem.w[j] * problem.lam[j]) * model.dist[j] for j in range(m)))
+
+
+def build_vanilla_model(problem: ArmulProblem) -> pyo.ConcreteModel:
+    """Vanilla ARMUL as a convex program: cones ||theta_j - center||^2 <= dist_j^2.
+
+    SCIP's feasibility tolerance applies to the squared form, so a task at
+    its center (dist_j = 0) may sit ~sqrt(feastol) away: SCIP's point can be
+    ~1e-5 (relative) worse than its own bound; objectives are recomputed.
+
+    Components: ``theta[j, k]``, ``center[k]``, ``dist[j]``, ``score[j, i]``
+    (and ``softplus[j, i]`` for the logistic loss), ``cone[j]``, ``obj``.
+    """
+    model = pyo.ConcreteModel(name="armul_vanilla")
+    model.center = pyo.Var(range(problem.d))
+    _add_tasks(model, problem)
+    model.cone = pyo.Constraint(model.J, rule=lambda b, j: sum(
+        (b.theta[j, k] - b.center[k]) ** 2 for k in b.K) <= b.dist[j] ** 2)
+    return model
+
+
+def coefficient_radius(problem: ArmulProblem) -> float:
+    """R with |theta_jk|, |center_k| <= R at some optimum of clustered ARMUL (squared loss).
+
+    F(0, 0) bounds every term: ||X_j theta_j|| <= ||y_j|| + sqrt(2 n_j F0 / w_j) bounds
+    theta_j through lambda_min(X_j^T X_j), and an occupied center lies within
+    F0 / (w_j lambda_j) of its task (an empty one can be moved to 0).
+    """
+    if problem.loss != "squared" or np.any(problem.lam <= 0):
+        raise InvalidParameterError(
+            "the exact clustered model needs the squared loss and c > 0 (its big-M comes from them).")
+    F0 = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
+    eig_min = np.linalg.eigvalsh(problem.gram * problem.n[:, None, None])[:, 0]
+    if np.any(eig_min <= 0):
+        raise InvalidDataError("the exact clustered model needs full-rank designs in every task.")
+    y_norm = np.linalg.norm(problem.y, axis=1)
+    theta_radius = (y_norm + np.sqrt(2 * problem.n * F0 / problem.w)) / np.sqrt(eig_min)
+    return float(np.max(theta_radius + F0 / (problem.w * problem.lam)))
+
+
+def build_clustered_model(problem: ArmulProblem, n_clusters: int) -> pyo.ConcreteModel:
+    """Clustered ARMUL as a convex MIQCP with binary assignments ``assign[j, g]``.
+
+    theta_j - centers_g = near[j, g] + far[j, g] with ||near[j, g]||^2 <= gap[j, g]^2
+    (a convex cone) and |far[j, g, k]| <= 2 R (1 - assign[j, g]); the penalty is
+    sum_g gap[j, g], so an assigned pair pays the whole distance and the others
+    nothing.  R bounds |theta| and |centers| (``coefficient_radius``); task 0
+    sits in cluster 0 (symmetry breaking).
+    """
+    radius = coefficient_radius(problem)
+    model = pyo.ConcreteModel(name="armul_clustered")
+    model.G = pyo.RangeSet(0, n_clusters - 1)
+    _add_tasks(model, problem)
+    model.centers = pyo.Var(model.G, model.K, bounds=(-radius, radius))
+    for var in model.theta.values():
+        var.setlb(-radius)
+        var.setub(radius)
+    model.assign = pyo.Var(model.J, model.G, domain=pyo.Binary)
+    model.one_cluster = pyo.Constraint(model.J, rule=lambda b, j: sum(b.assign[j, g] for g in b.G) == 1)
+    model.assign[0, 0].fix(1)
+    model.near = pyo.Var(model.J, model.G, model.K)
+    model.far = pyo.Var(model.J, model.G, model.K, bounds=(-2 * radius, 2 * radius))
+    model.gap = pyo.Var(model.J, model.G, domain=pyo.NonNegativeReals)
+    model.split = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
+        b.theta[j, k] - b.centers[g, k] == b.near[j, g, k] + b.far[j, g, k]))
+    model.far_up = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
+        b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])))
+    model.far_down = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
+        -b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])))
+    model.cone = pyo.Constraint(model.J, model.G, rule=lambda b, j, g: sum(
+        b.near[j, g, k] ** 2 for k in b.K) <= b.gap[j, g] ** 2)
+    model.dist_def = pyo.Constraint(model.J, rule=lambda b, j: b.dist[j] == sum(b.gap[j, g] for g in b.G))
+    return model

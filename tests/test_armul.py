@@ -1,0 +1,204 @@
+"""ARMUL: certificates against SCIP and closed forms, brute force for clusters, API and errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mtl_opt.cli import main
+from mtl_opt.errors import InvalidDataError, InvalidParameterError
+from mtl_opt.estimators import (ARMUL, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL,
+                                PerTaskOLS, PooledOLS)
+from mtl_opt.formulations.armul import ArmulProblem
+from mtl_opt.formulations.least_squares import ols
+from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.solvers.prox import fista
+from mtl_opt.synthetic import armul_simulation
+
+PLAIN = {"fit_intercept": False, "standardize": False}
+
+
+def random_tasks(seed, loss, m=5, d=5, n=30, spread=0.5):
+    rng = np.random.default_rng(seed)
+    Xs = [rng.standard_normal((n, d)) for _ in range(m)]
+    theta = rng.standard_normal(d) + spread * rng.standard_normal((m, d))
+    if loss == "squared":
+        ys = [X @ t + rng.standard_normal(n) for X, t in zip(Xs, theta)]
+    else:
+        ys = [(rng.random(n) < 1 / (1 + np.exp(-X @ t))).astype(float) for X, t in zip(Xs, theta)]
+    return Xs, ys
+
+
+def as_data(Xs, ys):
+    from mtl_opt.data import MultiTaskData
+    return MultiTaskData(Xs, ys)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_vanilla_prox_matches_scip_and_its_bound_is_valid(loss):
+    """Both brackets [bound, objective at the returned point] contain the optimum."""
+    for seed in range(10):
+        data = as_data(*random_tasks(seed, loss))
+        ours = ARMUL(loss=loss, c=1.0, **PLAIN).fit(data).result_
+        scip = ARMUL(loss=loss, c=1.0, solver="scip", **PLAIN).fit(data).result_
+        assert ours.status == "optimal" and ours.rel_gap <= 1e-6
+        # scip.objective is recomputed at SCIP's point: a true upper bound on the optimum.
+        assert ours.lower_bound <= scip.objective
+        assert scip.lower_bound <= ours.objective
+        assert ours.objective <= scip.objective * (1 + 1e-5)
+        # SCIP's point is within 1e-4 of ours (within 1e-5 unless its cones sit at feastol).
+        assert abs(ours.objective - scip.objective) <= 1e-4 * scip.objective
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_dual_bound_at_any_point_is_below_the_optimum(loss):
+    problem = ArmulProblem.from_tasks(*random_tasks(1, loss), loss=loss, c=0.7)
+    best = fista(problem, rel_gap=1e-10)
+    rng = np.random.default_rng(0)
+    for scale in (1e-3, 1e-1, 1.0):
+        theta = best.theta + scale * rng.standard_normal(best.theta.shape)
+        bound = problem.dual_bound(theta, "vanilla")
+        assert bound is None or bound <= best.objective
+    centers = rng.standard_normal((problem.m, problem.d))
+    fixed = fista(problem, centers=centers, rel_gap=1e-9)
+    assert fixed.status == "optimal" and fixed.lower_bound <= fixed.objective
+
+
+def test_independent_and_pooled_bounds_equal_least_squares_closed_form():
+    Xs, ys = random_tasks(2, "squared")
+    problem = ArmulProblem.from_tasks(Xs, ys, c=0.0)
+    fits = [ols(X, y) for X, y in zip(Xs, ys)]
+    theta = np.array([f.coef for f in fits]) + 0.01
+    exact = sum(len(y) * f.objective for f, y in zip(fits, ys))
+    assert problem.dual_bound(theta, "independent") == pytest.approx(exact, rel=1e-9)
+    pooled = ols(np.vstack(Xs), np.concatenate(ys))
+    n_total = sum(len(y) for y in ys)
+    assert problem.dual_bound(np.tile(pooled.coef + 0.01, (5, 1)), "pooled") <= n_total * pooled.objective
+    assert problem.dual_bound(np.tile(pooled.coef, (5, 1)), "pooled") == pytest.approx(
+        n_total * pooled.objective, rel=1e-9)
+
+
+def test_clustered_scip_equals_brute_force_over_assignments():
+    rng = np.random.default_rng(3)
+    Xs = [rng.standard_normal((20, 2)) for _ in range(5)]
+    theta = np.array([[1, 0], [1, 0], [-1, 1], [-1, 1], [0, 0.5]]) + 0.3 * rng.standard_normal((5, 2))
+    ys = [X @ t + rng.standard_normal(20) for X, t in zip(Xs, theta)]
+    problem = ArmulProblem.from_tasks(Xs, ys, c=1.0)
+    brute = min(
+        sum(fista(problem.subset(np.flatnonzero(np.array(labels) == g)), rel_gap=1e-10).objective
+            for g in set(labels))
+        for labels in itertools.product(range(2), repeat=5))
+    exact = ARMUL("clustered", n_components=2, solver="scip", **PLAIN).fit(as_data(Xs, ys))
+    assert exact.result_.lower_bound <= brute * (1 + 1e-6)
+    assert exact.result_.objective == pytest.approx(brute, rel=1e-5)
+    local = ARMUL("clustered", n_components=2, seed=0, **PLAIN).fit(as_data(Xs, ys)).result_
+    assert local.status == "heuristic" and local.objective >= brute * (1 - 1e-6)
+    assert sorted(np.bincount(exact.labels_)) == sorted(np.bincount(exact.result_.extra["labels"]))
+
+
+def test_structures_reduce_to_their_limits():
+    data = armul_simulation("clustered", m=6, n=40, d=4, delta=0.3, seed=1).data
+    vanilla = ARMUL(c=0.8, **PLAIN).fit(data).result_
+    one_cluster = ARMUL("clustered", n_components=1, c=0.8, **PLAIN).fit(data).result_
+    assert one_cluster.objective == pytest.approx(vanilla.objective, rel=1e-5)
+    pooled = DataPooling(**PLAIN).fit(data).result_
+    assert ClusteredMTL(1, **PLAIN).fit(data).result_.objective == pytest.approx(pooled.objective, rel=1e-9)
+    independent = IndependentTasks(**PLAIN).fit(data).result_
+    full_rank = LowRankMTL(4, **PLAIN).fit(data).result_
+    assert full_rank.objective == pytest.approx(independent.objective, rel=1e-6)
+    lowrank = ARMUL("lowrank", n_components=2, c=0.8, **PLAIN).fit(data)
+    assert np.linalg.matrix_rank(lowrank.result_.extra["centers_fitted"], tol=1e-8) <= 2
+    assert lowrank.basis_.shape == (4, 2)
+
+
+def test_baselines_match_ols_with_intercept_and_standardization():
+    data = armul_simulation("vanilla", m=4, n=30, d=3, delta=0.5, seed=2).data
+    for ours, reference in ((IndependentTasks(), PerTaskOLS()), (DataPooling(), PooledOLS())):
+        ours.fit(data)
+        reference.fit(data)
+        assert ours.result_.status == "optimal"
+        assert np.allclose(ours.coef_, reference.coef_, atol=1e-8)
+        assert np.allclose(ours.intercept_, reference.intercept_, atol=1e-8)
+
+
+def test_large_c_pools_and_zero_c_separates():
+    data = armul_simulation("vanilla", m=4, n=30, d=3, delta=0.5, seed=4).data
+    tight = SolveOptions(rel_gap=1e-11)  # coefficient error ~ sqrt(objective gap)
+    assert np.allclose(ARMUL(c=0.0, solve_options=tight).fit(data).coef_, PerTaskOLS().fit(data).coef_,
+                       atol=1e-5)
+    assert np.allclose(ARMUL(c=50.0, solve_options=tight).fit(data).coef_, PooledOLS().fit(data).coef_,
+                       atol=1e-5)
+
+
+def test_logistic_predictions_and_center():
+    Xs, ys = random_tasks(5, "logistic")
+    est = ARMUL(loss="logistic", c=0.5).fit(as_data(Xs, ys))
+    proba = est.predict_proba(Xs)
+    assert all(np.all((p > 0) & (p < 1)) for p in proba)
+    assert all(np.array_equal(lab, (p >= 0.5).astype(float)) for lab, p in zip(est.predict(Xs), proba))
+    assert est.center_.shape == (5,) and isinstance(est.center_intercept_, float)
+
+
+def test_warm_start_gives_the_same_certified_optimum():
+    data = as_data(*random_tasks(6, "squared"))
+    first = ARMUL(c=0.5).fit(data).result_
+    cold = ARMUL(c=0.6).fit(data).result_
+    warm = ARMUL(c=0.6).fit(data, init=first).result_
+    assert warm.status == "optimal" and warm.objective == pytest.approx(cold.objective, rel=2e-6)
+
+
+@pytest.mark.parametrize("kwargs, data_kind, match", [
+    ({"c": -1.0}, "squared", "'c' parameter of ARMUL"),
+    ({"structure": "clustered", "n_components": 9}, "squared", "n_components=9 exceeds"),
+    ({"structure": "clustered"}, "squared", "needs n_components"),
+    ({"loss": "logistic"}, "squared", "labels in"),
+    ({"structure": "lowrank", "n_components": 2, "solver": "scip"}, "squared", "no exact SCIP"),
+    ({"backend": "scip"}, "squared", "only used with solver='scip'"),
+    ({"structure": "clustered", "n_components": 2, "solver": "scip", "loss": "logistic"},
+     "logistic", "squared loss"),
+])
+def test_bad_input_is_a_clear_error(kwargs, data_kind, match):
+    data = as_data(*random_tasks(0, data_kind))
+    with pytest.raises((InvalidParameterError, InvalidDataError), match=match):
+        ARMUL(**kwargs).fit(data)
+
+
+def test_predict_proba_needs_logistic_and_components_bound_baselines():
+    data = as_data(*random_tasks(0, "squared"))
+    with pytest.raises(InvalidParameterError, match="loss='logistic'"):
+        ARMUL().fit(data).predict_proba(data)
+    with pytest.raises(InvalidParameterError, match="exceeds"):
+        LowRankMTL(6).fit(data)
+
+
+def test_simulation_follows_section_5_1():
+    sim = armul_simulation("vanilla", m=10, n=5, d=6, delta=0.4, epsilon=0.2, seed=7)
+    assert sim.inliers.sum() == 8
+    inlier_dev = np.linalg.norm(sim.coef[sim.inliers] - 2 * np.eye(6)[0], axis=1)
+    assert np.allclose(inlier_dev, 0.4)
+    assert np.allclose(np.linalg.norm(sim.coef[~sim.inliers], axis=1), 2.0)
+    again = armul_simulation("vanilla", m=10, n=5, d=6, delta=0.4, epsilon=0.2, seed=7)
+    assert np.array_equal(sim.data.ys[3], again.data.ys[3])
+    clustered = armul_simulation("clustered", m=6, n=5, d=4, seed=0)
+    assert np.allclose(clustered.coef[:3], 2 * np.eye(4)[[1, 2, 0]])
+    with pytest.raises(InvalidParameterError, match="structure"):
+        armul_simulation("tree")
+
+
+def test_cli_rejects_negative_c(tmp_path, capsys):
+    from pathlib import Path
+    demo = Path(__file__).resolve().parents[1] / "instances" / "armul_demo.toml"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(demo.read_text().replace('path = "armul_demo.csv"',
+                                            f'path = "{demo.parent / "armul_demo.csv"}"')
+                   .replace("c = 1.0", "c = -1.0"))
+    assert main(["solve", str(bad), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'c' parameter of ARMUL" in err[0]
+
+
+def test_cli_solves_the_demo_instance(tmp_path, capsys):
+    from pathlib import Path
+    demo = Path(__file__).resolve().parents[1] / "instances" / "armul_demo.toml"
+    assert main(["solve", str(demo), "--out", str(tmp_path / "r.json")]) == 0
+    assert "optimal" in capsys.readouterr().out
