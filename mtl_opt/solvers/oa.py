@@ -15,7 +15,6 @@ lambda_ridge) from the incumbent, which no solution with F <= UB can exceed.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import NamedTuple
 
@@ -29,8 +28,6 @@ from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, apply_swap
 from .options import SolveOptions
-
-logger = logging.getLogger(__name__)
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by
 #: less than ROOT_STALL (relative) in all.
@@ -169,8 +166,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective."""
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
-    model = miqp_model(problem, incumbent, perspective)
-    big_m = model.beta[0, 0].ub
+    big_m = _proven_big_m(problem, upper)
+    model = build_miqp(problem, big_m, perspective)
     run = backend.solve(model, "miqp", options)
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
@@ -192,12 +189,17 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
     """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at least as good."""
-    big_m = coefficient_bound(problem, problem.objective(problem.refit(incumbent != 0)))
+    upper = problem.objective(problem.refit(incumbent != 0))
+    return build_miqp(problem, _proven_big_m(problem, upper), perspective)
+
+
+def _proven_big_m(problem, upper):
+    big_m = coefficient_bound(problem, upper)
     if big_m is None:
         raise InvalidParameterError(
             "the MIQP needs lambda_ridge > 0 to derive a valid Big-M (|beta| <= sqrt(2 UB / "
             "lambda_ridge)); without a ridge term no bound on the coefficients is proven.")
-    return build_miqp(problem, big_m, perspective)
+    return big_m
 
 
 def _deadline(options, start):
