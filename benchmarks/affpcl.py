@@ -28,7 +28,8 @@ import numpy as np
 from mtl_opt.collab import (AffPCL, digits_system, gaussian_system, make_method, METHODS,
                             random_finite_system, run_methods, step_size)
 from mtl_opt.collab.algorithms import IFCA
-from mtl_opt.collab.runner import plot_curves, pyplot
+from mtl_opt.collab.runner import plot_curves
+from mtl_opt.plotting import pyplot
 
 HERE = Path(__file__).resolve().parent
 SYNTHETIC = [(0.0, 0.0), (0.05, 0.05), (0.2, 0.2), (0.5, 0.5)]

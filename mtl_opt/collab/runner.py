@@ -14,6 +14,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..errors import InvalidParameterError
+from ..plotting import pyplot
 from .algorithms import Method
 from .systems import LinearSystem
 
@@ -96,17 +97,6 @@ def plot_curves(result: CollabResult, ax, *, title: str = "") -> None:
             ax.plot(steps, result.center_mse()[k], ls="--", color=line.get_color(),
                     label=f"{name}, center agent {result.center_agent}")
     ax.set(yscale="log", xlabel="step t", ylabel="MSE", title=title)
-
-
-def pyplot():
-    """matplotlib.pyplot on the Agg backend, or a clear error naming the extra to install."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InvalidParameterError("plotting needs matplotlib: pip install 'mtl_opt[plot]'.") from None
-    return plt
 
 
 def plot(result: CollabResult, path, *, title: str = "") -> None:
