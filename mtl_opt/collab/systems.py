@@ -298,12 +298,8 @@ def digits_system(n_agents=10, dim=10, *, delta_obj=0.0, set_a=(0, 1, 2, 3, 4),
     _check_levels(delta_obj=delta_obj)
     if not 2 <= dim <= 65:
         raise InvalidParameterError(f"dim must be in [2, 65] (intercept + up to 64 PCA components); got {dim}.")
-    try:
-        from sklearn.datasets import load_digits
-        from sklearn.decomposition import PCA
-    except ImportError:
-        raise InvalidParameterError(
-            "digits_system needs scikit-learn: pip install 'mtl_opt[digits]'.") from None
+    from sklearn.datasets import load_digits
+    from sklearn.decomposition import PCA
 
     images, digits = load_digits(return_X_y=True)
     pcs = PCA(n_components=dim - 1, whiten=True, svd_solver="full").fit_transform(images)
