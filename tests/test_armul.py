@@ -78,20 +78,21 @@ def test_independent_and_pooled_bounds_equal_least_squares_closed_form():
         n_total * pooled.objective, rel=1e-9)
 
 
-def test_clustered_scip_equals_brute_force_over_assignments():
-    rng = np.random.default_rng(3)
+@pytest.mark.parametrize("seed, c", [(3, 1.0), (4, 0.5), (5, 2.0)])
+def test_clustered_scip_equals_brute_force_over_assignments(seed, c):
+    rng = np.random.default_rng(seed)
     Xs = [rng.standard_normal((20, 2)) for _ in range(5)]
     theta = np.array([[1, 0], [1, 0], [-1, 1], [-1, 1], [0, 0.5]]) + 0.3 * rng.standard_normal((5, 2))
     ys = [X @ t + rng.standard_normal(20) for X, t in zip(Xs, theta)]
-    problem = ArmulProblem.from_tasks(Xs, ys, c=1.0)
+    problem = ArmulProblem.from_tasks(Xs, ys, c=c)
     brute = min(
         sum(fista(problem.subset(np.flatnonzero(np.array(labels) == g)), rel_gap=1e-10).objective
             for g in set(labels))
         for labels in itertools.product(range(2), repeat=5))
-    exact = ARMUL("clustered", n_components=2, solver="scip", **PLAIN).fit(as_data(Xs, ys))
+    exact = ARMUL("clustered", n_components=2, c=c, solver="scip", **PLAIN).fit(as_data(Xs, ys))
     assert exact.result_.lower_bound <= brute * (1 + 1e-6)
     assert exact.result_.objective == pytest.approx(brute, rel=1e-5)
-    local = ARMUL("clustered", n_components=2, seed=0, **PLAIN).fit(as_data(Xs, ys)).result_
+    local = ARMUL("clustered", n_components=2, c=c, seed=0, **PLAIN).fit(as_data(Xs, ys)).result_
     assert local.status == "heuristic" and local.objective >= brute * (1 - 1e-6)
     assert sorted(np.bincount(exact.labels_)) == sorted(np.bincount(exact.result_.extra["labels"]))
 
