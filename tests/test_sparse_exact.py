@@ -18,10 +18,14 @@ from test_sparse import brute_force_optimum, random_problem
 
 
 def perspective_value(problem, z):
-    """c(z) for z in (0, 1]^(K x p): min_beta G(beta) + (l_r/2) sum beta^2 / z, by one dense solve."""
+    """The relaxation at z in (0, 1]^(K x p): min_beta G(beta) + sum (l_r + mu_k)/2 beta^2 / z - mu_k/2 beta^2.
+
+    mu = problem.curvature; at binary z this is F's continuous part.  One dense solve.
+    """
     B = _perspective_minimizer(problem, z)
+    mu = problem.curvature[:, None]
     value = sum(np.sum((y - X @ b) ** 2) / (2 * len(y)) for X, y, b in zip(problem.Xs, problem.ys, B))
-    return value + problem.lambda_ridge / 2 * np.sum(B**2 / z) + problem.lambda_bbar / 2 * np.sum(
+    return value + np.sum(((problem.lambda_ridge + mu) / z - mu) * B**2) / 2 + problem.lambda_bbar / 2 * np.sum(
         (B - B.mean(axis=0)) ** 2)
 
 
@@ -61,7 +65,8 @@ def _perspective_minimizer(problem, z):
     rhs = np.zeros(K * p)
     for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
         block = slice(k * p, (k + 1) * p)
-        H[block, block] += X.T @ X / len(y) + np.diag(problem.lambda_ridge / z[k])
+        mu = problem.curvature[k]
+        H[block, block] += X.T @ X / len(y) + np.diag((problem.lambda_ridge + mu) / z[k] - mu)
         rhs[block] = X.T @ y / len(y)
     for j in range(p):
         idx = np.arange(K) * p + j
@@ -122,8 +127,33 @@ def test_estimator_exact_paths_are_sound_on_30_tiny_instances(path):
             assert result.rel_gap <= 1e-6
 
 
-def test_exact_paths_refuse_lambda_ridge_zero_with_a_reason():
-    problem, _ = random_problem("l0l2", 0)
+def test_curvature_is_a_proven_lower_bound_on_the_loss_curvature():
+    problem, _ = random_problem("zbar_l2", 11, K=3, p=8, n=12)
+    for X, y, mu in zip(problem.Xs, problem.ys, problem.curvature):
+        smallest = np.linalg.svd(X, compute_uv=False)[-1] ** 2 / len(y)   # an independent route
+        assert 0 < mu <= smallest <= mu * (1 + 1e-8)
+    wide, _ = random_problem("l0l2", 12, K=2, p=10, n=8)
+    assert np.all(wide.curvature == 0)
+
+
+@pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
+def test_lambda_ridge_zero_is_certified_when_the_designs_have_curvature(path):
+    """n_k > p: the loss's own curvature gives the cuts and a proven Big-M; checked by enumeration."""
+    solver, backend = path
+    for variant, seed in [("l0l2", 21), ("zbar_l2", 22), ("bbar", 23), ("cs_l2", 24)]:
+        problem, _ = random_problem(variant, seed, K=2, p=7, n=15, s=2)
+        problem = problem.with_params(lambda_ridge=0.0)
+        optimum = brute_force_optimum(problem)
+        data = MultiTaskData(list(problem.Xs), list(problem.ys))
+        result = SparseMTL(variant=variant, s=2, solver=solver, backend=backend, standardize=False,
+                           fit_intercept=False, lambda_bbar=problem.lambda_bbar,
+                           lambda_zbar=problem.lambda_zbar).fit(data).result_
+        assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
+        assert result.status == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
+
+
+def test_exact_paths_refuse_lambda_ridge_zero_without_curvature():
+    problem, _ = random_problem("l0l2", 0, p=10, n=8)
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
     for solver in ("oa", "miqp"):
         with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):

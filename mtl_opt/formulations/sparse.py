@@ -41,6 +41,9 @@ VARIANTS = {
     "zbar_bbar": (False, True, True),
 }
 
+#: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
+MAX_CURVATURE_FEATURES = 2000
+
 
 def zbar_penalty(support: np.ndarray) -> float:
     """sum_k ||z_k - z_bar||^2 for a (K, p) boolean support, via sum_j (S_j - S_j^2 / K)."""
@@ -127,8 +130,9 @@ class SparseProblem:
         """The exact minimizer of F's continuous part with supports fixed (K, p) bool.
 
         With ``z`` (K, p) in (0, 1] on the support, the ridge weight of beta_jk
-        is lambda_ridge / z_jk: the minimizer of the perspective relaxation at
-        a fractional z (where outer approximation takes its root cuts).
+        is (lambda_ridge + mu_k) / z_jk - mu_k (mu = ``curvature``): the
+        minimizer of the strengthened perspective relaxation at a fractional z
+        (where outer approximation takes its root cuts); it is lambda_ridge at z = 1.
 
         Without Bbar each task is a ridge regression on its support.  With
         Bbar the tasks couple through beta_bar: the Hessian over all selected
@@ -140,8 +144,11 @@ class SparseProblem:
         K, p = support.shape
         B = np.zeros((K, p))
         columns = [np.flatnonzero(support[k]) for k in range(K)]
-        ridge = np.full((K, p), self.lambda_ridge) if z is None else self.lambda_ridge / np.where(
-            support, z, 1.0)
+        if z is None:
+            ridge = np.full((K, p), self.lambda_ridge)
+        else:
+            kappa = (self.lambda_ridge + self.curvature)[:, None]
+            ridge = kappa / np.where(support, z, 1.0) - self.curvature[:, None]
         if not self.lambda_bbar:
             for k in range(K):
                 B[k] = self.refit_task(k, support[k], ridge[k])
@@ -185,6 +192,27 @@ class SparseProblem:
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
     @cached_property
+    def curvature(self) -> np.ndarray:
+        """(K,) mu_k <= lambda_min(X_k^T X_k / n_k), a proven lower bound (0 when n_k <= p).
+
+        Moving mu_k ||beta_k||^2 / 2 from the loss into the ridge term keeps the
+        loss convex and lets the perspective relaxation act on lambda_ridge + mu_k
+        instead of lambda_ridge: a much tighter bound when the designs are well
+        conditioned, and a valid one even at lambda_ridge = 0.  The dense
+        eigenvalue is backward stable (error <= p eps lambda_max), so
+        that much is subtracted.
+        """
+        mu = np.zeros(self.n_tasks)
+        for k, X in enumerate(self.Xs):
+            n, p = X.shape
+            if n <= p or p > MAX_CURVATURE_FEATURES:
+                continue
+            eigenvalues = np.linalg.eigvalsh(X.T @ X) / n
+            margin = 8 * p * np.finfo(float).eps * eigenvalues[-1]
+            mu[k] = max(0.0, eigenvalues[0] - margin)
+        return mu
+
+    @cached_property
     def column_sq_norms(self) -> np.ndarray:
         """(K, p) squared column norms of the (centered) designs."""
         return np.array([np.sum(X**2, axis=0) for X in self.Xs])
@@ -194,8 +222,9 @@ class SparseProblem:
         other = replace(self, **changes)
         if not changes.keys() & {"lambda_ridge", "lambda_bbar"} and "lipschitz" in self.__dict__:
             other.__dict__["lipschitz"] = self.__dict__["lipschitz"]
-        if "column_sq_norms" in self.__dict__:
-            other.__dict__["column_sq_norms"] = self.__dict__["column_sq_norms"]
+        for data_only in ("column_sq_norms", "curvature"):
+            if data_only in self.__dict__:
+                other.__dict__[data_only] = self.__dict__[data_only]
         return other
 
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
@@ -249,28 +278,35 @@ class Cut:
 
 
 def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
-    """The cut at any coefficients B, from the perspective (ridge) form of c(z).
+    """The cut at any coefficients B, from the strengthened perspective form of c(z).
 
-    Write c(z) = min_beta G(beta) + (lambda_ridge/2) sum beta_jk^2 / z_jk with
-    G = loss + Bbar term.  Conjugating the perspective term gives, for every
-    v, c(z) >= -G*(-v) - sum_jk z_jk v_jk^2 / (2 lambda_ridge); choosing
+    With mu_k = ``problem.curvature`` and kappa_k = lambda_ridge + mu_k, write
+    c(z) = min_beta G(beta) + sum_jk (kappa_k/2) beta_jk^2 / z_jk, where
+    G = loss + Bbar term - sum_k (mu_k/2) ||beta_k||^2 is convex (mu_k is
+    below the loss's curvature); at binary z this is exactly the continuous
+    part of F.  Conjugating the perspective term gives, for every v,
+    c(z) >= -G*(-v) - sum_jk z_jk v_jk^2 / (2 kappa_k); choosing
     v = -grad G(B) makes G*(-v) = -v.B - G(B) exact (Fenchel-Young), so
 
-        c(z) >= G(B) + v.B - sum_jk z_jk v_jk^2 / (2 lambda_ridge)   for all z,
+        c(z) >= G(B) + v.B - sum_jk z_jk v_jk^2 / (2 kappa_k)   for all z,
 
-    tight at z = supp(B) when B is the refit there.  Needs lambda_ridge > 0.
+    tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0:
+    lambda_ridge > 0, or n_k > p with a full-rank design.
     """
-    if problem.lambda_ridge <= 0:
+    kappa = problem.lambda_ridge + problem.curvature
+    if np.any(kappa <= 0):
         raise InvalidParameterError(
-            "perspective cuts need lambda_ridge > 0; use solver='miqp' (Big-M) for lambda_ridge = 0.")
+            "perspective cuts need lambda_ridge > 0 when some task has n_k <= p or a rank-deficient "
+            "design (no curvature to borrow); set lambda_ridge > 0.")
     mean = B.mean(axis=0)
     losses, v = [], np.empty_like(B)
     for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
         resid = y - X @ B[k]
-        losses.append(resid @ resid / (2 * len(y)))
-        v[k] = X.T @ resid / len(y) - problem.lambda_bbar * (B[k] - mean)
+        losses.append(resid @ resid / (2 * len(y)) - problem.curvature[k] / 2 * B[k] @ B[k])
+        v[k] = (X.T @ resid / len(y) - problem.lambda_bbar * (B[k] - mean)
+                + problem.curvature[k] * B[k])
     per_task = np.array(losses) + np.einsum("kp,kp->k", v, B)
-    gradient = -v**2 / (2 * problem.lambda_ridge)
+    gradient = -v**2 / (2 * kappa[:, None])
     if problem.lambda_bbar:
         bbar = 0.5 * problem.lambda_bbar * np.sum((B - mean) ** 2)
         return Cut(np.array([per_task.sum() + bbar]), gradient)
@@ -381,11 +417,16 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
 
 
 def coefficient_bound(problem: SparseProblem, upper_bound: float) -> float | None:
-    """A valid |beta_jk| bound at any solution with F <= upper_bound: sqrt(2 UB / lambda_ridge).
+    """A valid |beta_jk| bound at any solution with F <= upper_bound, or None if none is proven.
 
-    (lambda_ridge/2) beta_jk^2 <= F for every coefficient, so no optimal
-    solution is cut off.  None without a ridge term.
+    Two arguments, the smaller wins: (lambda_ridge/2) beta_jk^2 <= F gives
+    sqrt(2 UB / lambda_ridge); and the loss of task k is <= F, so
+    ||X_k beta_k|| <= ||y_k|| + sqrt(2 n_k UB), while ||X_k beta_k||^2 >=
+    n_k mu_k ||beta_k||^2 (mu = ``problem.curvature``).  No optimal solution
+    is cut off.
     """
-    if problem.lambda_ridge <= 0:
-        return None
-    return float(np.sqrt(2 * upper_bound / problem.lambda_ridge))
+    bounds = [np.sqrt(2 * upper_bound / problem.lambda_ridge)] if problem.lambda_ridge > 0 else []
+    if np.all(problem.curvature > 0):
+        bounds.append(max((np.linalg.norm(y) + np.sqrt(2 * len(y) * upper_bound)) / np.sqrt(len(y) * mu)
+                          for y, mu in zip(problem.ys, problem.curvature)))
+    return float(min(bounds)) if bounds else None

@@ -34,6 +34,10 @@ from .options import SolveOptions
 ROOT_ROUNDS, ROOT_PATIENCE, ROOT_STALL = 300, 25, 1e-3
 #: z values above this count as in the support of a fractional point.
 FRACTIONAL_SUPPORT = 1e-6
+#: Native master options per backend (the user's solver_options still win).  HiGHS's default
+#: mip_feasibility_tolerance (1e-6) leaves its dual bound up to 1e-6 below the master's optimum
+#: in absolute terms, more than a 1e-6 relative gap on objectives below 1.
+MASTER_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
 
 
 class ExactSolve(NamedTuple):
@@ -67,7 +71,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
             "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
             "time": time.perf_counter() - start, "master_status": f"root LP, {len(root)} rounds"}]
-    master_options = options.with_updates(rel_gap=options.rel_gap / 10)
+    master_options = options.with_updates(
+        rel_gap=options.rel_gap / 10,
+        solver_options={**MASTER_OPTIONS.get(backend.name, {}), **options.solver_options})
     for it in range(1, max_iter + 1):
         remaining = _remaining(options, start)
         if remaining is not None and remaining <= 0:
