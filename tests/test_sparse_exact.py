@@ -231,3 +231,21 @@ def test_exported_miqp_reads_back_into_scip_with_the_same_optimum(tmp_path):
     exact = instance.estimator().set_params(solver="miqp").fit(instance.load_data())
     assert scip.getStatus() == "optimal"
     assert scip.getObjVal() == pytest.approx(exact.result_.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_single_tree_oa_on_scip_proves_the_brute_force_optimum(variant):
+    """Cuts from the constraint handler only: SCIP's bound must still be valid and tight."""
+    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+
+    problem, _ = random_problem(variant, 6000, K=3, p=6, n=15, s=2)
+    optimum = brute_force_optimum(problem)
+    # start from a poor support so the handler, not the start, has to find the optimum
+    start = np.zeros((3, 6))
+    start[:, -2:] = 1.0
+    if not problem.common_support:
+        start[1, :] = np.roll(start[1], 2)
+    result = solve_oa_single_tree(problem, SolveOptions(time_limit=30), start)
+    assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
+    assert result.status == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
+    assert result.native["cuts"] > 0

@@ -13,6 +13,7 @@ from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
+from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -35,11 +36,13 @@ class SparseMTL(MTLEstimator):
         Penalty weights; a variant without a term requires its weight to be 0.
     solver : {"bcd", "oa", "miqp"}, default="bcd"
         ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
-        no bound.  ``oa``: outer approximation with a MILP master (HiGHS by
-        default, or SCIP) started from the bcd answer; ``miqp``: the Big-M
-        MIQP on SCIP, M proven from the bcd answer.  Both report a proven lower
-        bound and need lambda_ridge > 0 (the perspective cuts and the Big-M
-        both come from the ridge term).
+        no bound.  ``oa``: outer approximation started from the bcd answer,
+        multi-tree with a MILP master re-solved between cuts on HiGHS (the
+        default), single-tree (one branch-and-bound, cuts from a constraint
+        handler) on SCIP; ``miqp``: the Big-M MIQP on SCIP, M proven from the
+        bcd answer.  Both report a proven lower bound; they need lambda_ridge > 0
+        unless every task has n_k > p and a full-rank design (the cuts and the
+        Big-M then borrow the loss's own curvature).
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
@@ -166,6 +169,8 @@ class SparseMTL(MTLEstimator):
         options = options or self.solve_options or SolveOptions()
         if solver == "miqp":
             exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
+        elif pick_backend("milp", backend_name).name == "scip":
+            exact = solve_oa_single_tree(problem, options, B)
         else:
             exact = solve_oa(problem, pick_backend("milp", backend_name), options, B)
         status = exact.status

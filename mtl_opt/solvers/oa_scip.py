@@ -1,0 +1,206 @@
+"""Single-tree outer approximation on SCIP: one branch-and-bound, cuts added by a constraint handler.
+
+The master is ``oa.initial_master`` (the same Pyomo model the multi-tree loop
+solves), handed to SCIP through an LP file.  A constraint handler owns the
+constraint "eta_t >= c_t(z) for every part t" and
+
+* separates at fractional LP points: the perspective cut at the minimizer of
+  the (strengthened) relaxation there, if it cuts the point off;
+* enforces at integral points: refits the support (an upper bound, kept as
+  the incumbent) and adds the cut there, which is tight, so SCIP can only
+  accept a point whose eta equals the true continuous part;
+* locks: eta may not be rounded down, z not moved either way.
+
+Every cut is valid on all of [0, 1]^(K x p), so SCIP's dual bound is a lower
+bound on min F.  The incumbent enters as a MIP start.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ..errors import SolverError
+from ..formulations.sparse import Cut, SparseProblem, perspective_cut
+from ..result import relative_gap
+from .backends import get_backend
+from .oa import FRACTIONAL_SUPPORT, ExactSolve, initial_master
+from .options import SolveOptions
+
+#: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
+CUT_TOLERANCE = 1e-9
+#: SCIP's feasibility tolerance for this model, so that such cuts are not ignored as satisfied.
+FEASTOL = 1e-10
+
+
+def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
+                         incumbent: np.ndarray) -> ExactSolve:
+    """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution)."""
+    from pyscipopt import SCIP_PARAMSETTING
+
+    backend = get_backend("scip")
+    backend.check("milp")
+    start = time.perf_counter()
+    scip, z, eta = _native_master(initial_master(problem, incumbent), problem)
+    handler = _CutHandler(problem, z, eta)
+    scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
+                         sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
+                         eagerfreq=-1, maxprerounds=0, needscons=True)
+    scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
+    native = {"numerics/feastol": FEASTOL, **backend.native_options(options)}
+    native.pop("display/verblevel", None)
+    scip.setParams(native)
+    scip.setIntParam("display/verblevel", 4 if options.verbose else 0)
+    scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
+    handler.offer(problem.refit(incumbent != 0))
+    handler.add_start()
+    try:
+        scip.optimize()
+    except Exception as exc:
+        raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
+    bound = scip.getDualbound()
+    lower = float(bound) if np.isfinite(bound) and abs(bound) < 1e20 else None
+    upper = problem.objective(handler.best)
+    status = backend.STATUS.get(scip.getStatus(), "error")
+    gap = relative_gap(upper, lower)
+    if gap is not None and gap <= options.rel_gap:
+        status = "optimal"
+    elif status == "optimal":  # SCIP's gap, on its own tolerances, is not ours
+        status = "gap_limit"
+    log = [{"iteration": scip.getNNodes(), "lower_bound": lower, "incumbent": upper, "gap": gap,
+            "cuts": handler.n_cuts, "time": time.perf_counter() - start,
+            "master_status": scip.getStatus()}]
+    return ExactSolve(handler.best, upper, lower, status, log,
+                      {"solver": "SCIP single-tree", "solver_version": backend.version(),
+                       "master_status": scip.getStatus(), "nodes": scip.getNNodes(),
+                       "cuts": handler.n_cuts})
+
+
+def _native_master(master: pyo.ConcreteModel, problem: SparseProblem):
+    """The Pyomo master as a pyscipopt Model (through an LP file), with its z and eta variables."""
+    from pyscipopt import Model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "master.lp"
+        _, symbol_map_id = master.write(str(path), format="cpxlp",
+                                        io_options={"symbolic_solver_labels": True})
+        symbols = master.solutions.symbol_map[symbol_map_id]
+        scip = Model()
+        scip.hideOutput()
+        scip.readProblem(str(path))
+    by_name = {var.name: var for var in scip.getVars()}
+    K, p = problem.n_tasks, problem.n_features
+    z = [[by_name[symbols.getSymbol(master.z[k, j])] for j in range(p)] for k in range(K)]
+    eta = [by_name[symbols.getSymbol(master.eta[t])] for t in master.parts]
+    return scip, z, eta
+
+
+def _parts(cut: Cut, z: np.ndarray) -> np.ndarray:
+    """The cut's value per epigraph part (one per task, or one in all with Bbar) at z."""
+    if len(cut.constant) == 1:
+        return np.array([cut.constant[0] + np.sum(cut.gradient * z)])
+    return cut.constant + np.sum(cut.gradient * z, axis=1)
+
+
+try:
+    from pyscipopt import SCIP_RESULT, Conshdlr
+except ImportError:  # the backend check reports SCIP missing before this is used
+    Conshdlr = object
+
+
+class _CutHandler(Conshdlr):
+    """Adds perspective cuts at LP points and keeps the best refitted support as the incumbent."""
+
+    def __init__(self, problem: SparseProblem, z, eta):
+        self.problem, self.z, self.eta = problem, z, eta
+        self.best, self.upper, self.n_cuts = None, np.inf, 0
+
+    # --- helpers -------------------------------------------------------------
+
+    def offer(self, B: np.ndarray) -> None:
+        """Keep B if it is feasible (SCIP also checks points that break other rows) and better."""
+        if not self.problem.feasible(B):
+            return
+        value = self.problem.objective(B)
+        if value < self.upper:
+            self.best, self.upper = B, value
+
+    def add_start(self) -> None:
+        """The incumbent as a MIP start, eta at its exact continuous parts."""
+        support = self.best != 0
+        sol = self.model.createSol()
+        for k, row in enumerate(self.z):
+            for j, var in enumerate(row):
+                self.model.setSolVal(sol, var, float(support[k, j]))
+        values = _parts(perspective_cut(self.problem, self.best), support.astype(float))
+        for var, value in zip(self.eta, values):
+            self.model.setSolVal(sol, var, float(value) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE)
+        self.model.addSol(sol)
+
+    def _point(self, sol=None) -> np.ndarray:
+        return np.clip([[self.model.getSolVal(sol, var) for var in row] for row in self.z], 0.0, 1.0)
+
+    def _cut(self, z: np.ndarray, integral: bool) -> Cut:
+        if integral:
+            B = self.problem.refit(z > 0.5)
+            self.offer(B)
+        else:
+            support = z > FRACTIONAL_SUPPORT
+            B = self.problem.refit(support, np.where(support, z, 1.0))
+        return perspective_cut(self.problem, B)
+
+    def _violated(self, cut: Cut, z: np.ndarray, sol=None) -> np.ndarray:
+        values = _parts(cut, z)
+        eta = np.array([self.model.getSolVal(sol, var) for var in self.eta])
+        return values - eta > CUT_TOLERANCE * np.maximum(1.0, np.abs(values))
+
+    def _add(self, cut: Cut, violated: np.ndarray) -> None:
+        K, p = cut.gradient.shape
+        for t in np.flatnonzero(violated):
+            tasks = range(K) if len(cut.constant) == 1 else [t]
+            expr = sum(float(cut.gradient[k, j]) * self.z[k][j] for k in tasks for j in range(p))
+            self.model.addCons(self.eta[t] >= float(cut.constant[t]) + expr,
+                               name=f"oa_cut_{self.n_cuts}", removable=True)
+            self.n_cuts += 1
+
+    def _enforce(self, integral: bool, sol=None) -> dict:
+        z = self._point(sol)
+        if integral:
+            z = np.round(z)
+        cut = self._cut(z, integral)
+        violated = self._violated(cut, z, sol)
+        if not violated.any():
+            return {"result": SCIP_RESULT.FEASIBLE}
+        self._add(cut, violated)
+        return {"result": SCIP_RESULT.CONSADDED}
+
+    # --- SCIP callbacks --------------------------------------------------------
+
+    def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason,
+                  completely, **kwargs):
+        z = np.round(self._point(solution))
+        cut = self._cut(z, integral=True)
+        violated = self._violated(cut, z, solution)
+        return {"result": SCIP_RESULT.INFEASIBLE if violated.any() else SCIP_RESULT.FEASIBLE}
+
+    def consenfolp(self, constraints, nusefulconss, solinfeasible):
+        return self._enforce(integral=True)
+
+    def consenfops(self, constraints, nusefulconss, solinfeasible, objinfeasible):
+        return self._enforce(integral=True)
+
+    def conssepalp(self, constraints, nusefulconss):
+        result = self._enforce(integral=False)
+        return {"result": SCIP_RESULT.CONSADDED if result["result"] == SCIP_RESULT.CONSADDED
+                else SCIP_RESULT.DIDNOTFIND}
+
+    def conslock(self, constraint, locktype, nlockspos, nlocksneg):
+        for var in self.eta:
+            self.model.addVarLocks(var, nlockspos, nlocksneg)
+        for row in self.z:
+            for var in row:
+                self.model.addVarLocks(var, nlockspos + nlocksneg, nlockspos + nlocksneg)
