@@ -1,4 +1,4 @@
-"""Per-task least squares shared by MOLAR and the OLS baseline."""
+"""Per-task least squares shared by MOLAR, its baselines and the OLS baseline."""
 
 from __future__ import annotations
 
@@ -22,3 +22,16 @@ def split_intercept(stacked: np.ndarray, fit_intercept: bool) -> tuple[np.ndarra
     if fit_intercept:
         return stacked[:, 1:], stacked[:, 0]
     return stacked, np.zeros(stacked.shape[0])
+
+
+def centered(data: MultiTaskData) -> tuple[list, list, list, list]:
+    """Per-task centered designs and responses, with the means to recover intercepts.
+
+    Fitting slopes on centered data and setting b_k = mean(y_k) - mean(X_k) beta_k
+    is the same as an unpenalized intercept in every task.
+    """
+    x_means = [X.mean(axis=0) for X in data.Xs]
+    y_means = [float(y.mean()) for y in data.ys]
+    Xs = [X - m for X, m in zip(data.Xs, x_means)]
+    ys = [y - m for y, m in zip(data.ys, y_means)]
+    return Xs, ys, x_means, y_means

@@ -42,7 +42,7 @@ def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
         raise InvalidDataError(
             f"{name}: {n} observations for {d} coefficients; ordinary least squares needs more "
             f"observations than coefficients (n > d). Use fewer features, or a high-dimensional "
-            f"method (MOLAR's LASSO-debiased variant, planned).")
+            f"method (MOLARHighDim, MOLAR's LASSO-debiased variant).")
     gram = A.T @ A
     eig = np.linalg.eigvalsh(gram)
     if eig[0] <= RCOND * eig[-1]:

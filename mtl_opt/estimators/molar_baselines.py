@@ -1,0 +1,252 @@
+"""The MOLAR paper's regression baselines: per-task LASSO, RM (Xu & Bastani) and ML.
+
+Plain functions on per-task arrays (no intercept, as in the paper's model and
+the bandits), each returning an (M, d) coefficient array, and the estimators
+built on them.  All three use the paper's penalty level (Appendix J.1)
+
+    lambda_m = c_lambda * sqrt(ln(d) / n_m)
+
+in the objective 1/(2 n_m) ||y_m - X_m beta||^2 + lambda_m ||.||_1.  scikit-learn's
+``Lasso`` minimizes (1/(2 n)) ||y - X w||^2 + alpha ||w||_1, the same scaling, so
+``alpha = lambda_m`` exactly (checked in the tests).  The defaults are the
+paper's tuned values for sigma = 0.1 (c_lambda = 0.05 sigma for LASSO, 0.35 sigma
+for RM); for another noise level scale them with sigma.
+
+* LASSO: one LASSO per task.
+* RM, the robust multitask estimator (Xu & Bastani, "Learning across bandits in
+  high dimension via robust statistics"), as the MOLAR paper describes it
+  (Remark 1, Appendix E, J.1, J.3.3): per-task OLS, a coordinate-wise trimmed
+  mean as the global estimate, then LASSO debiasing of every task toward it,
+
+      beta_m = argmin 1/(2 n_m) ||y_m - X_m beta||^2 + lambda_m ||beta - beta_global||_1.
+
+  Assumed (the original paper was not available here): the trimmed mean drops
+  the fraction eps = eta + sqrt(ln(2 / zeta) / (2 M)) of the M estimates from
+  each tail (eta: the fraction of tasks that may differ at a coordinate;
+  zeta: the confidence, through Hoeffding's bound), capped so that at least one
+  value remains.  The defaults zeta = eta = 0.1 are those of J.1.
+* ML (Appendix J.3.3): per-task OLS, the covariate-wise weighted median
+  (weights n_m / sigma_m^2, as in MOLAR), then the same LASSO debiasing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.stats
+import sklearn
+from sklearn.linear_model import Lasso
+
+from ..data import MultiTaskData
+from ..errors import InvalidParameterError
+from ..formulations.molar import weighted_median
+from ..result import FitResult
+from ._ols import centered, per_task_ols
+from .base import BOOLEAN, Interval, MTLEstimator, OneOf
+from .molar import check_positive, molar_coefs, noise_levels
+
+__all__ = [
+    "MedianLasso",
+    "PerTaskLasso",
+    "RobustMultitask",
+    "lasso_coefs",
+    "lasso_debias",
+    "lasso_lambdas",
+    "median_lasso_debias",
+    "ml_coefs",
+    "molar_coefs",
+    "rm_coefs",
+    "rm_trim_fraction",
+]
+
+#: Appendix J.1's tuned constants (sigma = 0.1 in the paper's regression experiments).
+C_LAMBDA_LASSO = 0.005
+C_LAMBDA_RM = 0.035
+#: Coordinate-descent settings: tight enough that the LASSO error is far below the statistical error.
+LASSO_TOL, LASSO_MAX_ITER = 1e-6, 10_000
+
+
+def lasso_lambdas(c_lambda: float, n_features: int, n_samples) -> np.ndarray:
+    """lambda_m = c_lambda sqrt(ln(d) / n_m), one per task (J.1); sklearn's alpha is the same number."""
+    return c_lambda * np.sqrt(math.log(n_features) / np.asarray(n_samples, dtype=float))
+
+
+def _lasso(X, y, lam) -> np.ndarray:
+    """argmin 1/(2n) ||y - X b||^2 + lam ||b||_1 (sklearn Lasso, alpha = lam, no intercept)."""
+    model = Lasso(alpha=float(lam), fit_intercept=False, precompute=X.shape[0] > X.shape[1],
+                  tol=LASSO_TOL, max_iter=LASSO_MAX_ITER)
+    return model.fit(X, y).coef_
+
+
+def lasso_debias(Xs, ys, center, lambdas) -> np.ndarray:
+    """LASSO debiasing toward ``center`` (d,): beta_m = center + LASSO of (y_m - X_m center) on X_m."""
+    return np.array([center + _lasso(X, y - X @ center, lam) for X, y, lam in zip(Xs, ys, lambdas)])
+
+
+def check_tasks(Xs, ys, owner, c_lambda) -> MultiTaskData:
+    """Validate the arrays (MultiTaskData's checks) and the penalty constant."""
+    check_positive(owner, "c_lambda", c_lambda)
+    data = MultiTaskData(Xs, ys)
+    if data.n_features < 2:
+        raise InvalidParameterError(
+            f"{owner}: lambda_m = c_lambda sqrt(ln(d) / n_m) is 0 for d = 1 feature; use OLS instead.")
+    return data
+
+
+def lasso_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_LASSO) -> np.ndarray:
+    """Per-task LASSO with lambda_m = c_lambda sqrt(ln(d) / n_m): an (M, d) array."""
+    data = check_tasks(Xs, ys, "lasso_coefs", c_lambda)
+    lambdas = lasso_lambdas(c_lambda, data.n_features, data.n_samples)
+    return np.array([_lasso(X, y, lam) for X, y, lam in zip(data.Xs, data.ys, lambdas)])
+
+
+def rm_trim_fraction(n_tasks: int, zeta: float, eta: float) -> float:
+    """Fraction trimmed from each tail: eta + sqrt(ln(2/zeta) / (2M)), below 1/2 so a value remains."""
+    eps = eta + math.sqrt(math.log(2 / zeta) / (2 * n_tasks))
+    return min(eps, (n_tasks - 1) / (2 * n_tasks))
+
+
+def _check_trimming(owner, zeta, eta):
+    if not (isinstance(zeta, (int, float)) and not isinstance(zeta, bool) and 0 < zeta < 1):
+        raise InvalidParameterError(f"{owner}: zeta (the confidence) must be in (0, 1); got {zeta!r}.")
+    if not (isinstance(eta, (int, float)) and not isinstance(eta, bool) and 0 <= eta < 0.5):
+        raise InvalidParameterError(
+            f"{owner}: eta (the fraction of differing tasks) must be in [0, 0.5); got {eta!r}.")
+
+
+def rm_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, zeta: float = 0.1, eta: float = 0.1,
+             return_global: bool = False):
+    """RM: per-task OLS, coordinate-wise trimmed mean, LASSO debiasing (see the module notes).
+
+    Returns the (M, d) task estimates, and the (d,) global estimate too with ``return_global``.
+    Every task needs n_m > d (OLS).
+    """
+    _check_trimming("rm_coefs", zeta, eta)
+    data = check_tasks(Xs, ys, "rm_coefs", c_lambda)
+    local = np.array([f.coef for f in per_task_ols(data, fit_intercept=False)])
+    center = scipy.stats.trim_mean(local, rm_trim_fraction(data.n_tasks, zeta, eta), axis=0)
+    coef = lasso_debias(data.Xs, data.ys, center,
+                        lasso_lambdas(c_lambda, data.n_features, data.n_samples))
+    return (coef, center) if return_global else coef
+
+
+def ml_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, sigma=None, return_global: bool = False):
+    """ML: per-task OLS, weighted median (w_m = n_m / sigma_m^2), LASSO debiasing (J.3.3).
+
+    ``sigma`` as in MOLAR: known noise level(s), or None to estimate from the
+    OLS residuals.  c_lambda defaults to RM's (J.3.3 gives no separate value).
+    """
+    data = check_tasks(Xs, ys, "ml_coefs", c_lambda)
+    fits = per_task_ols(data, fit_intercept=False)
+    weights = data.n_samples / noise_levels(sigma, fits, data.n_samples, data.task_names, "ml_coefs") ** 2
+    return median_lasso_debias(data, np.array([f.coef for f in fits]), weights, c_lambda,
+                                  return_global=return_global)
+
+
+def median_lasso_debias(data: MultiTaskData, local, weights, c_lambda, *, return_global=False):
+    """Weighted median of the rows of ``local``, then LASSO debiasing of every task toward it."""
+    center = weighted_median(local, weights, axis=0)
+    coef = lasso_debias(data.Xs, data.ys, center,
+                        lasso_lambdas(c_lambda, data.n_features, data.n_samples))
+    return (coef, center) if return_global else coef
+
+
+class CenteredEstimator(MTLEstimator):
+    """Shared fit of the LASSO-based estimators: center each task when fitting intercepts
+    (so they are per task and unpenalized), call ``_core(Xs, ys) -> (coef, global or None)``."""
+
+    def _fit(self, data: MultiTaskData) -> FitResult:
+        if self.fit_intercept:
+            Xs, ys, x_means, y_means = centered(data)
+        else:
+            Xs, ys = data.Xs, data.ys
+        coef, global_coef = self._core(Xs, ys)
+        intercept = (np.array([ym - xm @ b for xm, ym, b in zip(x_means, y_means, coef)])
+                     if self.fit_intercept else np.zeros(data.n_tasks))
+        extra = {}
+        if global_coef is not None:
+            self.global_coef_ = extra["global_coef"] = global_coef
+        resid = [y - X @ b - b0 for X, y, b, b0 in zip(data.Xs, data.ys, coef, intercept)]
+        objective = float(sum(r @ r / (2 * len(r)) for r in resid))
+        return FitResult(
+            method=self.method, coef=coef, intercept=intercept, objective=objective,
+            lower_bound=None, status="heuristic",
+            objective_name="sum of per-task mean squared errors / 2 (no certificate)",
+            solver="scikit-learn Lasso", solver_version=sklearn.__version__,
+            task_names=list(data.task_names), feature_names=list(data.feature_names), extra=extra)
+
+
+class PerTaskLasso(CenteredEstimator):
+    """Independent LASSO in every task, lambda_m = c_lambda sqrt(ln(d) / n_m) (MOLAR paper, J.1).
+
+    Objective per task::
+
+        1/(2 n_k) ||y_k - b_k - X_k beta_k||^2 + lambda_k ||beta_k||_1     (b_k unpenalized)
+
+    Notes
+    -----
+    Solved by scikit-learn's coordinate descent; no certificate (``heuristic``).
+    ``result_.objective`` is the sum of the per-task mean squared errors / 2.
+    """
+
+    method = "lasso"
+    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
+
+    def __init__(self, *, c_lambda=C_LAMBDA_LASSO, fit_intercept=True):
+        self.c_lambda = c_lambda
+        self.fit_intercept = fit_intercept
+
+    def _core(self, Xs, ys):
+        return lasso_coefs(Xs, ys, c_lambda=self.c_lambda), None
+
+
+class RobustMultitask(CenteredEstimator):
+    """RM (Xu & Bastani): OLS, coordinate-wise trimmed mean, LASSO debiasing toward it.
+
+    See ``mtl_opt.estimators.molar_baselines`` for the trimming rule (an
+    assumption) and the penalty.  Intercepts are per task and unpenalized.
+
+    Attributes
+    ----------
+    global_coef_ : ndarray (p,)
+        The trimmed-mean global estimate.
+    """
+
+    method = "rm"
+    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
+                         "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
+                         "eta": [Interval(0.0, 0.5, open_high=True)], "fit_intercept": [BOOLEAN]}
+
+    def __init__(self, *, c_lambda=C_LAMBDA_RM, zeta=0.1, eta=0.1, fit_intercept=True):
+        self.c_lambda = c_lambda
+        self.zeta = zeta
+        self.eta = eta
+        self.fit_intercept = fit_intercept
+
+    def _core(self, Xs, ys):
+        return rm_coefs(Xs, ys, c_lambda=self.c_lambda, zeta=self.zeta, eta=self.eta,
+                        return_global=True)
+
+
+class MedianLasso(CenteredEstimator):
+    """ML (MOLAR paper, J.3.3): OLS, weighted median as in MOLAR, LASSO debiasing toward it.
+
+    Attributes
+    ----------
+    global_coef_ : ndarray (p,)
+        The weighted-median global estimate.
+    """
+
+    method = "ml"
+    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
+                         "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],
+                         "fit_intercept": [BOOLEAN]}
+
+    def __init__(self, *, c_lambda=C_LAMBDA_RM, sigma=None, fit_intercept=True):
+        self.c_lambda = c_lambda
+        self.sigma = sigma
+        self.fit_intercept = fit_intercept
+
+    def _core(self, Xs, ys):
+        return ml_coefs(Xs, ys, c_lambda=self.c_lambda, sigma=self.sigma, return_global=True)
