@@ -56,13 +56,7 @@ def sparse_heterogeneity(d: int, M: int, n, s: int, *, sigma=0.1,
     if np.any(n_samples < 1) or np.any(sigmas < 0):
         raise InvalidParameterError("need n >= 1 and sigma >= 0 for every task.")
     rng = np.random.default_rng(seed)
-    global_coef = rng.standard_normal(d)
-    global_coef /= np.linalg.norm(global_coef)
-    coef = np.tile(global_coef, (M, 1))
-    for m in range(M):
-        block = rng.choice(d, size=s, replace=False)
-        fresh = rng.standard_normal(s)
-        coef[m, block] = fresh * (np.linalg.norm(global_coef[block]) / max(np.linalg.norm(fresh), 1e-300))
+    coef, global_coef = sparse_deviation_coefs(d, M, s, rng)
     Xs, ys = [], []
     for m in range(M):
         X = rng.standard_normal((n_samples[m], d))
@@ -70,6 +64,23 @@ def sparse_heterogeneity(d: int, M: int, n, s: int, *, sigma=0.1,
         ys.append(X @ coef[m] + sigmas[m] * rng.standard_normal(n_samples[m]))
     data = MultiTaskData(Xs, ys, task_names=[f"task{m}" for m in range(M)])
     return SyntheticProblem(data=data, coef=coef, global_coef=global_coef)
+
+
+def sparse_deviation_coefs(d: int, M: int, s: int,
+                           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(coef (M, d), global_coef (d,)): the parameters of ``sparse_heterogeneity``, without data.
+
+    Shared with the MOLARB bandit environments, which draw their instances'
+    parameters the same way (the paper's Section 4.1).
+    """
+    global_coef = rng.standard_normal(d)
+    global_coef /= np.linalg.norm(global_coef)
+    coef = np.tile(global_coef, (M, 1))
+    for m in range(M):
+        block = rng.choice(d, size=s, replace=False)
+        fresh = rng.standard_normal(s)
+        coef[m, block] = fresh * (np.linalg.norm(global_coef[block]) / max(np.linalg.norm(fresh), 1e-300))
+    return coef, global_coef
 
 
 def smtl_simulation(p: int = 250, K: int = 4, n: int = 50, s_true: int = 10, q: int = 10, *,

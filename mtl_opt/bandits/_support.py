@@ -1,0 +1,56 @@
+"""Pieces shared by the Meta-Ban family of policies and environments.
+
+``check_params`` validates hyperparameters against the estimators' constraint
+objects (so errors read the same everywhere), ``ucb_argmax`` is the one UCB
+decision rule, and ``History`` keeps each user's pulled arms and rewards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+from ..estimators.base import Interval
+
+POSITIVE = [Interval(0, None, open_low=True)]
+NONNEGATIVE = [Interval(0, None)]
+POSITIVE_INT = [Interval(1, None, integer=True)]
+
+
+def check_params(obj, constraints: dict) -> None:
+    """Raise InvalidParameterError naming the first attribute of ``obj`` that breaks ``constraints``."""
+    for name, allowed in constraints.items():
+        value = getattr(obj, name)
+        if not any(c.accepts(value) for c in allowed):
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(obj).__name__} must be "
+                f"{' or '.join(map(str, allowed))}; got {value!r}.")
+
+
+def ucb_argmax(mean: np.ndarray, bonus: np.ndarray, alpha: float) -> int:
+    """Index of the largest ``mean + alpha * bonus`` (first one on ties)."""
+    return int(np.argmax(np.asarray(mean) + alpha * np.asarray(bonus)))
+
+
+class History:
+    """Features and rewards of the arms pulled so far, in order, with the user who pulled each."""
+
+    def __init__(self, horizon: int, dim: int, n_users: int):
+        self.X = np.zeros((horizon, dim))
+        self.r = np.zeros(horizon)
+        self.count = 0
+        self.rows: list[list[int]] = [[] for _ in range(n_users)]
+
+    def add(self, user: int, x: np.ndarray, reward: float) -> None:
+        """Record one pull."""
+        self.X[self.count], self.r[self.count] = x, reward
+        self.rows[user].append(self.count)
+        self.count += 1
+
+    def recent(self, user: int | None, window: int) -> tuple[np.ndarray, np.ndarray]:
+        """The last ``window`` pulls of ``user`` (of everybody when None): (X, r)."""
+        if user is None:
+            rows = slice(max(0, self.count - window), self.count)
+        else:
+            rows = self.rows[user][-window:]
+        return self.X[rows], self.r[rows]
