@@ -377,32 +377,49 @@ def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
 
 
 def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -> pyo.ConcreteModel:
-    """The Big-M MIQP of F with residual variables (diagonal Hessian, never X^T X).
+    """The Big-M MIQP of F with a diagonal Hessian (never X^T X handed to the solver).
 
-    Variables ``beta[k, j]``, ``resid[k, i] = y_ki - x_ki . beta_k``, ``z``, ``w``
-    and, with Bbar, ``mean[j] = (1/K) sum_k beta_jk``.  ``-M z <= beta <= M z``.
-    With ``perspective`` (and lambda_ridge > 0) the ridge term is written as
-    (lambda_ridge/2) sum t_jk with beta_jk^2 <= t_jk z_jk, a tighter relaxation
-    with the same integer solutions.
+    Variables ``beta[k, j]``, ``z``, ``w`` and, with Bbar, ``mean[j] = (1/K)
+    sum_k beta_jk``; ``-M z <= beta <= M z``.  Task k's loss is written with
+    residual variables ``resid[k, i] = y_ki - x_ki . beta_k``, or, with
+    ``perspective`` and curvature mu_k > 0 (``SparseProblem.curvature``), as
+    (1/2) ||u_k||^2 - (X_k'y_k / n_k) . beta_k + ||y_k||^2 / (2 n_k) with
+    ``u[k, i] = sqrt(w_i - mu_k) v_i . beta_k`` from the eigenpairs (w_i, v_i)
+    of X_k'X_k / n_k: the loss minus (mu_k/2) ||beta_k||^2, which moves to the
+    ridge term.  With ``perspective`` the ridge term (lambda_ridge + mu_k)/2
+    sum_j beta_jk^2 is written as sum t_jk with beta_jk^2 <= t_jk z_jk: a
+    tighter relaxation with the same integer solutions.
     """
     model = _support_model(problem, "sparse_miqp")
-    rows = [(k, i) for k in range(problem.n_tasks) for i in range(len(problem.ys[k]))]
+    K, p = problem.n_tasks, problem.n_features
+    mu = problem.curvature if perspective else np.zeros(K)
+    shifted = [k for k in range(K) if mu[k] > 0]
+    rows = [(k, i) for k in range(K) if k not in shifted for i in range(len(problem.ys[k]))]
     model.rows = pyo.Set(initialize=rows, dimen=2)
     model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
     model.resid = pyo.Var(model.rows)
     X, y = problem.Xs, problem.ys
     model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(y[k][i]) - sum(
         float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0))
+    factors = {k: _shifted_factor(X[k], mu[k]) for k in shifted}
+    model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(p)], dimen=2)
+    model.u = pyo.Var(model.eigen)
+    model.eigen_fit = pyo.Constraint(model.eigen, rule=lambda m, k, i: m.u[k, i] == sum(
+        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0))
     model.upper = pyo.Constraint(model.tasks, model.features,
                                  rule=lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j])
     model.lower = pyo.Constraint(model.tasks, model.features,
                                  rule=lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j])
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
-    if perspective and problem.lambda_ridge > 0:
+    for k in shifted:
+        linear = X[k].T @ y[k] / len(y[k])
+        loss += 0.5 * sum(model.u[k, i] ** 2 for i in range(p)) + float(y[k] @ y[k]) / (2 * len(y[k])) \
+            - sum(float(linear[j]) * model.beta[k, j] for j in range(p))
+    if perspective and (problem.lambda_ridge > 0 or shifted):
         model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
         model.perspective = pyo.Constraint(
             model.tasks, model.features, rule=lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j])
-        ridge = problem.lambda_ridge / 2 * sum(model.t.values())
+        ridge = sum((problem.lambda_ridge + mu[k]) / 2 * model.t[k, j] for k in range(K) for j in range(p))
     else:
         ridge = problem.lambda_ridge / 2 * sum(b**2 for b in model.beta.values())
     bbar = 0.0
@@ -414,6 +431,12 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
     return model
+
+
+def _shifted_factor(X: np.ndarray, mu: float) -> np.ndarray:
+    """F with F'F = X'X / n - mu I (PSD because mu <= lambda_min): rows sqrt(w_i - mu) v_i'."""
+    eigenvalues, vectors = np.linalg.eigh(X.T @ X / len(X))
+    return np.sqrt(np.maximum(eigenvalues - mu, 0.0))[:, None] * vectors.T
 
 
 def coefficient_bound(problem: SparseProblem, upper_bound: float) -> float | None:
