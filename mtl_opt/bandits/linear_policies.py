@@ -64,7 +64,12 @@ class BatchedGreedy(Policy):
     min_samples : int or None, default=None
         Observations an instance (Model-P: an instance's arm) needs since its
         last update to be re-estimated (the eligibility rule C_q); None means
-        d + 1, the fewest with which least squares is defined.
+        d + 1, the fewest with which least squares is defined.  This is below
+        the paper's rule n_m,q >= 2 C_b (ln(MT) + d ln(L ln(K) / mu)): Lemma 18
+        only says C_b >= 2 (so the rule is at least 4 ln(MT), 43 for M = 20,
+        T = 2000) and L, mu are not given for the experiments, so no value of
+        the paper's can be used; BENCHMARKS.md shows the comparison with
+        larger values.
     keep_history : bool, default=False
         Estimate from all of an instance's observations, not only the new ones.
 

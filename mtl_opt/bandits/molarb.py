@@ -29,7 +29,13 @@ class MOLARB(BatchedGreedy):
     c_gamma : float, default=1.0
         Threshold scale, gamma_m = c_gamma sqrt(ln(min(n_total / n_m, d))) sigma_m
         (``molar_coefs``).  The paper's bandit runs use c_gamma = 0.5 = sigma in a
-        convention that folds sigma into the constant, i.e. 1.0 here.
+        convention that folds sigma into the constant, i.e. 1.0 here, which is
+        also the smallest constant Theorem 1 allows.  Appendix J.1 prints the
+        threshold as gamma_m = c_gamma ln((n_[M] / n_m) ^ d) / n_m, which taken
+        literally is far below the OLS noise (MOLAR would return OLS), so a
+        root was lost; we follow Theorem 1.  Reading it as
+        c_gamma ln(.) sqrt([(X^T X)^{-1}]_kk) instead would mean
+        c_gamma = sqrt(ln(min(n_total / n_m, d))) (about 1.5-1.8) here.
     threshold : {"hard", "soft"}, default="hard"
         Hard thresholding, as in the paper's synthetic bandit runs.
     sigma : float or None, default=None
