@@ -249,3 +249,19 @@ def test_single_tree_oa_on_scip_proves_the_brute_force_optimum(variant):
     assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
     assert result.status == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
     assert result.native["cuts"] > 0
+
+
+def test_oa_paths_agree_on_a_small_instance():
+    """K=3, p=30, s=5 (beyond enumeration): multi-tree on HiGHS and single-tree on SCIP prove the same optimum.
+
+    The full 10-instance agreement table, MIQP included, is in benchmarks/sparse_exact.py.
+    """
+    from mtl_opt.synthetic import smtl_simulation
+
+    data = smtl_simulation(p=30, K=3, n=100, s_true=5, q=7, seed=0).data
+    results = [SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.05, lambda_zbar=0.01, solver="oa",
+                         backend=backend, solve_options=SolveOptions(time_limit=60)).fit(data).result_
+               for backend in ("highs", "scip")]
+    assert [r.status for r in results] == ["optimal", "optimal"]
+    assert results[0].objective == pytest.approx(results[1].objective, rel=1e-6)
+    assert max(r.lower_bound for r in results) <= min(r.objective for r in results) * (1 + 1e-9)
