@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import __version__
 from .bandits import command as bandit_command
+from .bench import command as bench_command
 from .collab import command as collab_command
 from .errors import (CapabilityError, InstanceFileError, InvalidDataError, InvalidParameterError,
                      MTLOptError, SolverError, SolverUnavailableError)
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("solvers", help="list solver backends, versions and capabilities")
     collab_command.add_parser(commands)
     bandit_command.add_parser(commands)
+    bench_command.add_parser(commands)
     return parser
 
 
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         commands = {"solve": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
-                    "collab": collab_command.run, "bandit": bandit_command.run}
+                    "collab": collab_command.run, "bandit": bandit_command.run,
+                    "bench": bench_command.run}
         return commands[args.command](args)
     except MTLOptError as exc:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)

@@ -1,0 +1,94 @@
+"""``mtl-opt bench INSTANCES...``: run solvers over instance files, print a table, write results.
+
+``add_parser(subcommands)`` registers the subcommand; ``run(args)`` executes it
+and returns an exit code (0), raising ``mtl_opt.errors`` exceptions on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .. import __version__
+from .solvers import SOLVERS
+
+#: One line per solver name: name, method, what it runs.
+SOLVER_LIST = "\n".join(f"  {s.name:<16} {s.method:<11} {s.description}" for s in SOLVERS.values())
+EPILOG = """Every cell (instance x solver x repeat) runs in its own process, killed after
+--hard-limit seconds (default 2 x time limit + 30).  Finished cells are appended
+to OUT/results.csv and OUT/results.jsonl at once; running again with the same
+OUT skips the cells already recorded (--fresh starts over, --retry-crashed
+runs crashed cells again).  Solvers that do not
+apply to an instance are recorded as not_applicable.
+
+solvers:
+""" + SOLVER_LIST
+
+
+def add_parser(subcommands) -> argparse.ArgumentParser:
+    """Add the ``bench`` subparser to ``subcommands`` (from ``add_subparsers``)."""
+    parser = subcommands.add_parser(
+        "bench", help="compare solver backends over instance files (table, CSV/JSON, plots)",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("instances", nargs="*", type=Path, metavar="INSTANCE", help="instance files (TOML)")
+    parser.add_argument("--solvers", help="comma-separated solver names (default: all that apply)")
+    parser.add_argument("--list-solvers", action="store_true", help="list the solver names and exit")
+    parser.add_argument("--time-limit", type=float, default=60.0,
+                        help="each solver's own time limit in seconds (default 60)")
+    parser.add_argument("--hard-limit", type=float,
+                        help="kill a cell after this many seconds (default 2 x time limit + 30)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per instance and solver (default 1)")
+    parser.add_argument("--jobs", type=int, default=1, help="cells run at once on this machine (default 1)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="run the cells on this Dask scheduler (e.g. tcp://host:8786) instead")
+    parser.add_argument("--out", type=Path, default=Path("out/bench"),
+                        help="directory of results.csv / results.jsonl / plots (default out/bench)")
+    parser.add_argument("--fresh", action="store_true", help="discard the results already in OUT")
+    parser.add_argument("--retry-crashed", action="store_true",
+                        help="run the cells recorded as crashed in OUT again")
+    parser.add_argument("--plot", action="store_true",
+                        help="write OUT/profile.png and OUT/gap_time.png (needs matplotlib)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def run(args) -> int:
+    """Run the benchmark grid; print progress, the table and where the results are."""
+    from ..errors import InvalidParameterError
+    from .runner import format_table, run_bench
+    from .solvers import resolve
+
+    if args.list_solvers:
+        print(SOLVER_LIST)
+        return 0
+    if not args.instances:
+        raise InvalidParameterError("mtl-opt bench needs at least one instance file.")
+    solvers = resolve(None if args.solvers is None else [s.strip() for s in args.solvers.split(",")])
+    if args.plot:
+        from ..plotting import pyplot
+
+        pyplot()  # a missing matplotlib is reported before the run, not after it
+    if not args.quiet:
+        print(f"mtl-opt {__version__}  bench: {len(args.instances)} instance(s) x {len(solvers)} "
+              f"solver(s) x {args.repeats} repeat(s), time limit {args.time_limit:g} s"
+              + (f", scheduler {args.scheduler}" if args.scheduler else f", jobs {args.jobs}"))
+
+    def progress(row):
+        print(f"  {Path(row['instance']).stem} / {row['solver']} #{row['repeat']}: {row['status']}"
+              + (f" in {row['time_s']:.3g} s" if row["time_s"] is not None else ""), flush=True)
+
+    rows = run_bench(args.instances, solvers, time_limit=args.time_limit, repeats=args.repeats,
+                     jobs=args.jobs, scheduler=args.scheduler, out=args.out, hard_limit=args.hard_limit,
+                     fresh=args.fresh, retry_crashed=args.retry_crashed,
+                     progress=None if args.quiet else progress)
+    print()
+    print(format_table(rows, markdown=args.markdown))
+    print(f"\n  Results  {args.out / 'results.csv'}, {args.out / 'results.jsonl'}")
+    if args.plot:
+        from .plots import plot_gap_time, plot_profile
+
+        plot_profile(rows, args.out / "profile.png")
+        plot_gap_time(rows, args.out / "gap_time.png")
+        print(f"  Plots    {args.out / 'profile.png'}, {args.out / 'gap_time.png'}")
+    return 0
