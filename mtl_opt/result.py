@@ -47,9 +47,13 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def certified_status(objective: float, lower_bound: float | None, rel_gap_tol: float) -> str:
-    """``optimal`` when the proven relative gap is within ``rel_gap_tol``, else ``heuristic``."""
+    """``optimal`` when the proven relative gap is within ``rel_gap_tol``; ``gap_limit`` when a
+    bound is proven but the gap is wider (e.g. SCIP stopped at its own, differently measured,
+    gap); ``heuristic`` without a bound."""
     gap = relative_gap(objective, lower_bound)
-    return "optimal" if gap is not None and gap <= rel_gap_tol else "heuristic"
+    if gap is None:
+        return "heuristic"
+    return "optimal" if gap <= rel_gap_tol else "gap_limit"
 
 
 @dataclass
