@@ -1,0 +1,183 @@
+"""Exact sparse multi-task solvers: time to a certified gap, per path, and OKRidge at K = 1.
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/sparse_exact.py [--time-limit 60] [--full]
+
+Instances follow the published sMTL demo: rows N(0, Sigma), Sigma_ij = rho^|i-j|
+(rho = 0.4), per task 5 nonzero coefficients equal to 1, four on a support
+shared by all tasks and one task-specific, noise variance set by the SNR
+(var(x'beta) / sigma^2), features standardized per task; the zbar_l2 variant
+with lambda_zbar = 0.01 and s = 5 unless a table says otherwise.
+
+Paths: ``oa-highs`` (multi-tree OA, HiGHS master), ``oa-scip`` (single-tree OA,
+SCIP constraint handler), ``miqp-scip`` (Big-M MIQP), all started from the bcd
+answer.  Each cell: seconds to rel_gap 1e-4 (``optimal``) or the gap left at
+the time limit.  "bcd opt" says whether the heuristic's answer was already
+the certified optimum.  Sections:
+
+1. grid: p x K x n_k x lambda_ridge (reduced by default; ``--full`` runs the
+   issue's whole grid: p in {50, 100, 200, 500, 1000}, K in {2, 5}, s in {5, 10},
+   n_k in {100, 500}, lambda_ridge in {1e-3, 1e-1});
+2. agreement: the three paths' objectives on 10 instances with K=3, p=30, s=5;
+3. K = 1 against OKRidge (``pip install okridge``; skipped when missing): the
+   same cardinality-constrained ridge problem (OKRidge's lambda2 = n lambda_ridge),
+   OKRidge's answer re-scored on our objective and gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import platform
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.formulations.sparse import SparseProblem
+from mtl_opt.result import relative_gap
+from mtl_opt.solvers.backends import get_backend
+from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.oa import solve_miqp, solve_oa
+from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.synthetic import _ar1_design
+
+PATHS = {
+    "oa-highs": lambda problem, options, start: solve_oa(problem, get_backend("highs"), options, start),
+    "oa-scip": solve_oa_single_tree,
+    "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start),
+}
+REL_GAP = 1e-4
+
+
+def demo_data(p: int, K: int, n: int, *, rho: float = 0.4, snr: float = 10.0, seed: int = 0):
+    """The sMTL demo: 4 shared + 1 task-specific nonzero (value 1) per task, AR(1) rows."""
+    rng = np.random.default_rng(seed)
+    shared = rng.choice(p, 4, replace=False)
+    Xs, ys = [], []
+    for _ in range(K):
+        beta = np.zeros(p)
+        beta[shared] = 1.0
+        beta[rng.choice(np.setdiff1d(np.arange(p), shared))] = 1.0
+        X = _ar1_design(n, p, rho, rng)
+        signal = X @ beta
+        ys.append(signal + rng.normal(scale=np.sqrt(signal.var() / snr), size=n))
+        Xs.append(X)
+    data, _ = MultiTaskData(Xs, ys).standardize(how="task", center=True, scale=True)
+    return data
+
+
+def problem_for(data, *, s=5, lambda_ridge=1e-3, lambda_zbar=0.01, variant="zbar_l2"):
+    return SparseProblem.from_data(data, variant=variant, s=s, lambda_ridge=lambda_ridge,
+                                   lambda_zbar=lambda_zbar if variant.startswith("zbar") else 0.0)
+
+
+def run_paths(problem, time_limit, paths=PATHS):
+    """{path: (seconds, status, objective, lower bound, gap)} plus the bcd objective."""
+    start = time.perf_counter()
+    B = fit_bcd(problem)[0]
+    bcd_time, bcd_objective = time.perf_counter() - start, problem.objective(B)
+    out = {}
+    for name, solve in paths.items():
+        start = time.perf_counter()
+        result = solve(problem, SolveOptions(time_limit=time_limit, rel_gap=REL_GAP), B)
+        out[name] = (time.perf_counter() - start, result.status, result.objective, result.lower_bound,
+                     relative_gap(result.objective, result.lower_bound))
+    return bcd_time, bcd_objective, out
+
+
+def cell(entry):
+    seconds, status, _, _, gap = entry
+    if status == "optimal":
+        return f"{seconds:.1f} s"
+    return f"gap {100 * gap:.2g}% ({status})" if gap is not None else f"no bound ({status})"
+
+
+def grid(args):
+    if args.full:
+        configs = list(itertools.product([50, 100, 200, 500, 1000], [2, 5], [5, 10], [100, 500],
+                                         [1e-3, 1e-1]))
+    else:
+        configs = [(50, 3, 5, 100, 1e-3), (50, 3, 5, 100, 1e-1), (100, 2, 5, 100, 1e-3),
+                   (100, 5, 5, 500, 1e-3), (200, 5, 5, 500, 1e-3), (200, 5, 5, 500, 1e-1),
+                   (500, 2, 5, 500, 1e-3), (1000, 2, 5, 500, 1e-1)]
+    print(f"## 1. Time to rel_gap {REL_GAP:g} (limit {args.time_limit:g} s), zbar_l2, "
+          f"lambda_zbar=0.01, SNR {args.snr:g}\n")
+    print("| p | K | s | n_k | lambda_ridge | bcd s | " + " | ".join(PATHS) + " | bcd opt |")
+    print("|---|---|---|---|---|---|" + "---|" * len(PATHS) + "---|")
+    for p, K, s, n, lr in tqdm(configs, desc="grid", unit="instance", leave=False):
+        problem = problem_for(demo_data(p, K, n, snr=args.snr, seed=args.seed), s=s, lambda_ridge=lr)
+        bcd_time, bcd_objective, out = run_paths(problem, args.time_limit)
+        proven = [e for e in out.values() if e[1] == "optimal"]
+        bcd_opt = ("yes" if proven and bcd_objective <= min(e[2] for e in proven) * (1 + 1e-9)
+                   else "no" if proven else "?")
+        tqdm.write(f"| {p} | {K} | {s} | {n} | {lr:g} | {bcd_time:.2f} | "
+                   + " | ".join(cell(out[name]) for name in PATHS) + f" | {bcd_opt} |")
+
+
+def agreement(args):
+    print(f"\n## 2. Agreement: K=3, p=30, s=5, n_k=100, lambda_ridge=1e-3, 10 instances "
+          f"(limit {args.time_limit:g} s)\n")
+    print("| seed | " + " | ".join(PATHS) + " | max rel. difference of proven optima |")
+    print("|---|" + "---|" * len(PATHS) + "---|")
+    for seed in tqdm(range(10), desc="agreement", unit="instance", leave=False):
+        problem = problem_for(demo_data(30, 3, 100, snr=args.snr, seed=100 + seed))
+        _, _, out = run_paths(problem, args.time_limit)
+        proven = [e[2] for e in out.values() if e[1] == "optimal"]
+        spread = (max(proven) - min(proven)) / min(proven) if len(proven) > 1 else float("nan")
+        tqdm.write(f"| {100 + seed} | " + " | ".join(cell(out[name]) for name in PATHS)
+                   + f" | {spread:.1e} ({len(proven)} proven) |")
+
+
+def okridge_section(args):
+    try:
+        from okridge.tree import BNBTree
+    except ImportError:
+        print("\n## 3. K = 1 against OKRidge: skipped (pip install okridge)")
+        return
+    print(f"\n## 3. K = 1 against OKRidge (n=500, rho=0.4, s=5, limit {args.time_limit:g} s)\n")
+    print("| p | SNR | lambda2 | OKRidge s | OKRidge F | our rel gap of OKRidge's bound | "
+          + " | ".join(f"{name} s" for name in ("oa-highs", "oa-scip")) + " | best ours / OKRidge time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for p, snr, lambda2 in [(200, 100.0, 0.1), (200, 100.0, 1e-3), (200, 2.0, 0.1), (1000, 100.0, 0.1)]:
+        data = demo_data(p, 1, 500, snr=snr, seed=args.seed)
+        n = data.n_total
+        problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
+        X, y = problem.Xs[0], problem.ys[0]   # centered, as our objective profiles the intercept
+        start = time.perf_counter()
+        try:
+            tree = BNBTree(X, y, lambda2=lambda2, gap_tol=REL_GAP, max_memory_GB=8)
+            _, beta, _, lower, _ = tree.solve(5, gap_tol=REL_GAP, time_limit=args.time_limit)
+        except Exception as exc:   # report a crash of the third-party solver, keep going
+            print(f"| {p} | {snr:g} | {lambda2:g} | OKRidge failed: {type(exc).__name__}: {exc} |")
+            continue
+        ok_time = time.perf_counter() - start
+        ok_objective = problem.objective(beta[None, :])
+        ok_lower = (lower + y @ y) / (2 * n)      # OKRidge's cost omits ||y||^2 and the 1/(2n)
+        ours = {name: PATHS[name] for name in ("oa-highs", "oa-scip")}
+        _, _, out = run_paths(problem, args.time_limit, ours)
+        best = min(e[0] for e in out.values() if e[1] == "optimal") if any(
+            e[1] == "optimal" for e in out.values()) else float("nan")
+        print(f"| {p} | {snr:g} | {lambda2:g} | {ok_time:.1f} | {ok_objective:.6g} | "
+              f"{relative_gap(ok_objective, ok_lower):.1e} | "
+              + " | ".join(cell(out[name]) for name in ours) + f" | {best / ok_time:.2f} |", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--snr", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--full", action="store_true", help="the issue's whole grid (hours)")
+    parser.add_argument("--sections", nargs="+", default=["grid", "agreement", "okridge"],
+                        choices=["grid", "agreement", "okridge"])
+    args = parser.parse_args(argv)
+    print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
+          f"{time.strftime('%Y-%m-%d')}\n", flush=True)
+    for section in args.sections:
+        {"grid": grid, "agreement": agreement, "okridge": okridge_section}[section](args)
+
+
+if __name__ == "__main__":
+    main()
