@@ -1,4 +1,4 @@
-"""Pieces shared by the Meta-Ban family of policies and environments.
+"""Pieces shared by the bandit policies and environments (Meta-Ban family, MOLARB frame).
 
 ``check_params`` validates hyperparameters against the estimators' constraint
 objects (so errors read the same everywhere), ``ucb_argmax`` is the one UCB
