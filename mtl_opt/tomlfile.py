@@ -29,3 +29,13 @@ def only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
         raise InstanceFileError(
             f"{path}: unknown key(s) {', '.join(map(repr, unknown))} in {where}; "
             f"allowed: {', '.join(sorted(allowed))}.")
+
+
+def read_tables(path: Path, what: str, required: tuple, optional: tuple = ()) -> dict:
+    """The parsed file, with only the ``required`` and ``optional`` top-level tables, the required present."""
+    raw = read_toml(path, what)
+    only_keys(path, "the top level", raw, set(required) | set(optional))
+    for table in required:
+        if not isinstance(raw.get(table), dict):
+            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    return raw

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
-from ..tomlfile import only_keys, read_toml
+from ..tomlfile import only_keys, read_tables
 from .base import Environment, Policy
 from .registry import ENVIRONMENTS, POLICIES, build
 from .runner import BanditResult, run_bandit
@@ -56,11 +56,7 @@ class BanditExperiment:
 def load_bandit_experiment(path: str | Path) -> BanditExperiment:
     """Parse the file and build the environment and policies (nothing is run)."""
     path = Path(path)
-    raw = read_toml(path, "experiment file")
-    only_keys(path, "the top level", raw, {"environment", "policies", "run", "output"})
-    for table in ("environment", "policies", "run"):
-        if not isinstance(raw.get(table), dict):
-            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    raw = read_tables(path, "experiment file", ("environment", "policies", "run"), ("output",))
     env_params = dict(raw["environment"])
     kind = env_params.pop("kind", None)
     if kind is None:

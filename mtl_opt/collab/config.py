@@ -32,7 +32,7 @@ from pathlib import Path
 
 
 from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
-from ..tomlfile import only_keys, read_toml
+from ..tomlfile import only_keys, read_tables
 from .algorithms import METHODS, Method, make_method, step_size
 from .runner import CollabResult, run_methods
 from .systems import LinearSystem, digits_system, gaussian_system, random_finite_system
@@ -87,11 +87,7 @@ class Experiment:
 def load_experiment(path: str | Path) -> Experiment:
     """Parse and check an experiment file (nothing is run)."""
     path = Path(path)
-    raw = read_toml(path, "experiment file")
-    only_keys(path, "the top level", raw, {"system", "run", "methods", "output"})
-    for table in ("system", "run", "methods"):
-        if not isinstance(raw.get(table), dict):
-            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    raw = read_tables(path, "experiment file", ("system", "run", "methods"), ("output",))
     system = dict(raw["system"])
     kind = system.pop("kind", None)
     if kind not in SYSTEMS:
