@@ -175,10 +175,12 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     big_m = _proven_big_m(problem, upper)
     model = build_miqp(problem, big_m, perspective)
     # SCIP measures its gap on its own primal value, which its feasibility tolerance (1e-6 on
-    # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on tighter rows
+    # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on rows as
+    # tight as that gap needs (tighter rows cost time, so only as tight as needed)
+    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
     run = backend.solve(model, "miqp", options.with_updates(
         rel_gap=options.rel_gap / 10,
-        solver_options={"numerics/feastol": 1e-9, **options.solver_options}))
+        solver_options={"numerics/feastol": feastol, **options.solver_options}))
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
                             for k in range(problem.n_tasks)])
