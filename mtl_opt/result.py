@@ -23,8 +23,9 @@ from .errors import InvalidDataError
 #: ``optimal`` nor ``time_limit`` into anything else.
 STATUSES = ("optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic",
             "infeasible", "error")
-#: The estimate is proven to be within the requested tolerance.
-WITHIN_TOLERANCE = frozenset({"optimal", "gap_limit"})
+#: The estimate is proven to be within the requested tolerance.  ``gap_limit`` is not: the
+#: solver stopped on its own gap criterion, but the gap proven here is wider than requested.
+WITHIN_TOLERANCE = frozenset({"optimal"})
 #: An estimate exists (coef is meaningful), proven or not.
 HAS_ESTIMATE = frozenset({"optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic"})
 

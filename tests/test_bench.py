@@ -158,12 +158,13 @@ def test_performance_ratios_follow_dolan_more():
     def row(instance, solver, status, t, repeat=0):
         return {"instance": instance, "solver": solver, "status": status, "time_s": t, "repeat": repeat}
 
-    rows = [row("a", "s1", "optimal", 1.0), row("a", "s2", "gap_limit", 3.0),
+    rows = [row("a", "s1", "optimal", 1.0), row("a", "s2", "optimal", 3.0),
             row("b", "s1", "time_limit", 2.0), row("b", "s2", "optimal", 4.0),
             row("b", "s2", "optimal", 6.0, 1), row("b", "s3", "not_applicable", None),
-            row("c", "s1", "optimal", 1.0), row("c", "s1", "error", 1.0, 1)]
+            row("c", "s1", "optimal", 1.0), row("c", "s1", "error", 1.0, 1),
+            row("c", "s2", "gap_limit", 0.5)]   # a bound wider than the tolerance does not count
     assert performance_ratios(rows) == {"s1": {"a": 1.0, "b": math.inf, "c": math.inf},
-                                        "s2": {"a": 3.0, "b": 1.0}}
+                                        "s2": {"a": 3.0, "b": 1.0, "c": math.inf}}
 
 
 def test_cli_writes_table_results_and_plots(tmp_path, capsys):

@@ -22,7 +22,7 @@ def performance_ratios(rows: list[dict]) -> dict[str, dict[str, float]]:
     """solver -> instance -> time / best time on that instance (Dolan and More 2002).
 
     A solver solves an instance when every repeat ends with a proven gap
-    within the instance's tolerance (status ``optimal`` or ``gap_limit``); its
+    within the instance's tolerance (status ``optimal``); its
     time is then the median over repeats, otherwise infinity.  Only instances
     a solver applies to are listed for it.
     """
