@@ -37,6 +37,7 @@ def test_cuts_are_tight_at_their_support_and_below_c_everywhere(variant):
     cut = perspective_cut(problem, B)
     continuous = problem.objective(B) - problem.lambda_zbar / 2 * zbar_penalty(B != 0)
     assert cut.value(support.astype(float)) == pytest.approx(continuous, rel=1e-10)
+    assert cut.parts(support.astype(float)).sum() == pytest.approx(continuous, rel=1e-10)
     for _ in range(20):
         z = rng.uniform(0.05, 1.0, size=(3, 5))
         assert cut.value(z) <= perspective_value(problem, z) + 1e-10

@@ -276,6 +276,12 @@ class Cut:
     def value(self, z: np.ndarray) -> float:
         return float(np.sum(self.constant) + np.sum(self.gradient * z))
 
+    def parts(self, z: np.ndarray) -> np.ndarray:
+        """The bound per epigraph part at z: one per task, or one in all with Bbar."""
+        if len(self.constant) == 1:
+            return np.array([self.value(z)])
+        return self.constant + np.sum(self.gradient * z, axis=1)
+
 
 def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
     """The cut at any coefficients B, from the strengthened perspective form of c(z).

@@ -99,13 +99,6 @@ def _native_master(master: pyo.ConcreteModel, problem: SparseProblem):
     return scip, z, eta
 
 
-def _parts(cut: Cut, z: np.ndarray) -> np.ndarray:
-    """The cut's value per epigraph part (one per task, or one in all with Bbar) at z."""
-    if len(cut.constant) == 1:
-        return np.array([cut.constant[0] + np.sum(cut.gradient * z)])
-    return cut.constant + np.sum(cut.gradient * z, axis=1)
-
-
 try:
     from pyscipopt import SCIP_RESULT, Conshdlr
 except ImportError:  # the backend check reports SCIP missing before this is used
@@ -136,7 +129,7 @@ class _CutHandler(Conshdlr):
         for k, row in enumerate(self.z):
             for j, var in enumerate(row):
                 self.model.setSolVal(sol, var, float(support[k, j]))
-        values = _parts(perspective_cut(self.problem, self.best), support.astype(float))
+        values = perspective_cut(self.problem, self.best).parts(support.astype(float))
         for var, value in zip(self.eta, values):
             self.model.setSolVal(sol, var, float(value) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE)
         self.model.addSol(sol)
@@ -154,7 +147,7 @@ class _CutHandler(Conshdlr):
         return perspective_cut(self.problem, B)
 
     def _violated(self, cut: Cut, z: np.ndarray, sol=None) -> np.ndarray:
-        values = _parts(cut, z)
+        values = cut.parts(z)
         eta = np.array([self.model.getSolVal(sol, var) for var in self.eta])
         return values - eta > CUT_TOLERANCE * np.maximum(1.0, np.abs(values))
 
@@ -167,12 +160,16 @@ class _CutHandler(Conshdlr):
                                name=f"oa_cut_{self.n_cuts}", removable=True)
             self.n_cuts += 1
 
-    def _enforce(self, integral: bool, sol=None) -> dict:
+    def _separate(self, integral: bool, sol=None) -> tuple[Cut, np.ndarray]:
+        """The cut at the point ``sol`` (the LP solution when None) and which parts it violates."""
         z = self._point(sol)
         if integral:
             z = np.round(z)
         cut = self._cut(z, integral)
-        violated = self._violated(cut, z, sol)
+        return cut, self._violated(cut, z, sol)
+
+    def _enforce(self, integral: bool) -> dict:
+        cut, violated = self._separate(integral)
         if not violated.any():
             return {"result": SCIP_RESULT.FEASIBLE}
         self._add(cut, violated)
@@ -182,9 +179,7 @@ class _CutHandler(Conshdlr):
 
     def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason,
                   completely, **kwargs):
-        z = np.round(self._point(solution))
-        cut = self._cut(z, integral=True)
-        violated = self._violated(cut, z, solution)
+        _, violated = self._separate(True, solution)
         return {"result": SCIP_RESULT.INFEASIBLE if violated.any() else SCIP_RESULT.FEASIBLE}
 
     def consenfolp(self, constraints, nusefulconss, solinfeasible):
