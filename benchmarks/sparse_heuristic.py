@@ -25,8 +25,10 @@ abess runs with one thread, ``is_normal=False`` (no internal standardization),
 ``fit_intercept=False``, ``screening_size=-1`` (no screening), ``cv=1`` and a
 single support size (no tuning); other options are its defaults.  Every
 objective is recomputed by ``SparseProblem.objective`` in float64.  Swap
-optimality: ``mtl_opt.solvers.bcd.best_swap`` on abess's refitted solution;
-a swap counts when it lowers F by more than 1e-9 relatively.
+optimality: ``mtl_opt.solvers.bcd.best_swap`` on abess's refitted solution
+(the best single swap scored after an exact refit, so it also catches
+swaps that pay off only once the other coefficients move); a swap counts
+when it lowers F by more than 1e-9 relatively.
 
 X rows are N(0, Sigma), Sigma_ij = rho^|i-j| (AR(1) recursion); the s true
 coefficients are +-1 at random positions; the noise standard deviation is

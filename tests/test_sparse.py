@@ -11,8 +11,8 @@ from scipy.optimize import minimize, minimize_scalar
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
-from mtl_opt.formulations.sparse import VARIANTS, SparseProblem
-from mtl_opt.solvers.bcd import _project, apply_swap, best_swap, fit_bcd
+from mtl_opt.formulations.sparse import VARIANTS, SparseProblem, zbar_penalty
+from mtl_opt.solvers.bcd import _project, _RefitModel, _swap_table, best_swap, fit_bcd, swapped_support
 
 
 def penalties(variant, rng):
@@ -103,20 +103,37 @@ def test_refit_matches_a_generic_least_squares_solve(variant, seed):
 
 
 @settings(max_examples=80, deadline=None)
-@given(variant=st.sampled_from(list(VARIANTS)), seed=st.integers(0, 10**6), K=st.integers(1, 4),
-       p=st.integers(3, 9), s=st.integers(1, 3), density=st.floats(0.1, 1.0))
-def test_swap_gain_equals_the_actual_change_in_F(variant, seed, K, p, s, density):
-    """Predicted gain of the chosen move (swap, or pure addition when a support has room) is exact."""
+@given(variant=st.sampled_from(list(VARIANTS)), seed=st.integers(0, 10**6), K=st.integers(1, 3),
+       p=st.integers(3, 8), s=st.integers(1, 3), density=st.floats(0.1, 1.0))
+def test_swap_table_equals_refit_and_evaluate_for_every_pair(variant, seed, K, p, s, density):
+    """Every (drop, add) entry of the Schur-complement table is the change of F after an exact refit."""
     problem, rng = random_problem(variant, seed, K=K, p=p, n=12, s=s)
     dense = rng.normal(size=(K, p))
-    B = _project(problem, dense if problem.common_support else dense * (rng.random((K, p)) < density))
-    move = best_swap(problem, B)
-    if move is None:  # every feature is already in every support
-        assert np.all(B != 0)
+    support = _project(problem, dense if problem.common_support
+                       else dense * (rng.random((K, p)) < density)) != 0
+    before = problem.objective(problem.refit(support))
+    model = _RefitModel(problem, support)
+    actual_changes = []
+    for task in [None] if problem.common_support else range(K):
+        table, drops = _swap_table(problem, model, task)
+        selected = np.flatnonzero(support[0 if task is None else task])
+        assert sorted(d for d in drops if d is not None) == list(selected)
+        assert (None in drops) == (selected.size < s)
+        for (d, drop), add in itertools.product(enumerate(drops), np.setdiff1d(np.arange(p), selected)):
+            after = swapped_support(support, (None, task, drop, add))
+            actual = problem.objective(problem.refit(after)) - before
+            zbar = 0.5 * problem.lambda_zbar * (zbar_penalty(after) - zbar_penalty(support))
+            assert table[d, add] + zbar == pytest.approx(actual, rel=1e-8, abs=1e-10)
+            actual_changes.append(actual)
+        assert np.all(np.isinf(table[:, selected]))
+    move = best_swap(problem, problem.refit(support))
+    if move is None:
+        assert not actual_changes
         return
-    after = apply_swap(B, move)
-    assert problem.feasible(after)
-    assert move[0] == pytest.approx(problem.objective(after) - problem.objective(B), rel=1e-9, abs=1e-12)
+    after = swapped_support(support, move)
+    assert problem.feasible(problem.refit(after))
+    assert move[0] == pytest.approx(min(actual_changes), rel=1e-8, abs=1e-10)
+    assert problem.objective(problem.refit(after)) - before == pytest.approx(move[0], rel=1e-8, abs=1e-10)
 
 
 def exhaustive_best_swap_value(problem, B):
@@ -205,6 +222,23 @@ def test_bcd_against_brute_force_on_30_tiny_instances():
         else:
             misses.append((variant, seed, value / optimum - 1))
     assert hits >= 27, misses
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_collinear_supports_without_ridge_still_fit(variant):
+    """n_k < s, a duplicated column and lambda_ridge = 0: the swap model is singular, the fit is not."""
+    rng = np.random.default_rng(7)
+    Xs = [rng.normal(size=(4, 7)) for _ in range(2)]
+    Xs[0][:, 3] = Xs[0][:, 2]
+    ys = [X[:, :3].sum(axis=1) + rng.normal(size=4) for X in Xs]
+    _, bbar, zbar = VARIANTS[variant]
+    problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=5, fit_intercept=False,
+                                      lambda_bbar=0.3 if bbar else 0.0, lambda_zbar=0.05 if zbar else 0.0)
+    B = fit_bcd(problem)[0]
+    optimum = brute_force_optimum(problem)
+    rows = (B != 0).any(axis=0) if problem.common_support else B != 0   # a refit may hit an exact 0
+    assert np.all(np.atleast_2d(rows).sum(axis=1) <= 5)
+    assert optimum - 1e-9 <= problem.objective(B) <= problem.objective(np.zeros_like(B))
 
 
 @pytest.mark.parametrize("params, phrase", [

@@ -26,7 +26,7 @@ from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_m
                                    coefficient_bound, master_support, perspective_cut)
 from ..result import relative_gap
 from .backends import Backend
-from .bcd import best_swap, apply_swap
+from .bcd import best_swap, swapped_support
 from .options import SolveOptions
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by
@@ -162,7 +162,7 @@ def _nearby_supports(problem, B):
         move = best_swap(problem, current)
         if move is None:
             break
-        current = problem.refit(apply_swap(current, move) != 0)
+        current = problem.refit(swapped_support(current != 0, move))
         supports.append(current != 0)
     return supports
 
