@@ -3,6 +3,11 @@
     python benchmarks/sparse_mtl.py                          # p=250, K=4, n_k=50, q in {10,14,20}, 20 reps
     python benchmarks/sparse_mtl.py --reps 2 --q 10          # a quick look
     python benchmarks/sparse_mtl.py --plot benchmarks/sparse_mtl.png
+    python benchmarks/sparse_mtl.py --reps 0                 # only the speed table
+
+After the CV comparison, a speed table times single fits of every method at
+fixed mid-grid hyperparameters (``SPEED_PARAMS``) at the issue's sizes:
+p=250, K=4, n_k=50 and p=5000, K=4, n_k=200 (``--speed-reps`` data sets each).
 
 Every replicate draws ``smtl_simulation(p, K, n, s_true=10, q, rho=0.5, tau=1)``
 (2n rows per task), splits each task 50/50 into train/test with
@@ -41,6 +46,11 @@ S_GRID = [6, 8, 10, 12, 14]
 RIDGE_GRID = [1e-2, 1e-1, 1.0, 10.0]
 ZBAR_GRID = [1e-2, 5e-2, 2e-1, 1.0]
 BBAR_GRID = [1e-1, 1.0, 10.0]
+
+#: Hyperparameters of the speed table's single fits (mid-grid values of each axis).
+SPEED_PARAMS = {"s": 10, "lambda_ridge": 0.1, "lambda_zbar": 0.05, "lambda_bbar": 1.0}
+#: (p, K, n_k) of the speed table.
+SPEED_SIZES = [(250, 4, 50), (5000, 4, 200)]
 
 #: method -> extra grid axes (besides s and lambda_ridge), in path order of the cv module
 METHODS = {
@@ -147,6 +157,26 @@ def print_tables(args, results, rule, elapsed):
         print()
 
 
+def speed_table(args):
+    """Median wall time of single fits at SPEED_SIZES (training halves of fresh simulations)."""
+    print(f"### Single-fit speed: {args.speed_reps} data sets per size, q=14, hyperparameters "
+          f"{SPEED_PARAMS} (the penalties a method has), standardize and intercept on\n")
+    print("| p | K | n_k | " + " | ".join(f"{m} (s)" for m in args.methods) + " |")
+    print("|---|---|---|" + "---|" * len(args.methods))
+    for p, K, n in SPEED_SIZES:
+        times = {m: [] for m in args.methods}
+        for rep in range(args.speed_reps):
+            sim = smtl_simulation(p=p, K=K, n=n, s_true=args.s_true, q=14, rho=args.rho,
+                                  tau=args.tau, seed=7000 + rep)
+            train, _ = sim.data.train_test_split(0.5, rep)
+            for method in args.methods:
+                params = {k: v for k, v in SPEED_PARAMS.items() if k in grid_for(method)}
+                times[method].append(SparseMTL(variant=method, **params).fit(train).result_.wall_time)
+            print(f"speed p={p} data set {rep + 1}/{args.speed_reps} done", file=sys.stderr, flush=True)
+        print(f"| {p} | {K} | {n} | " + " | ".join(f"{np.median(times[m]):.3f}" for m in args.methods) + " |")
+    print()
+
+
 def plot(args, results, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -183,6 +213,7 @@ def main(argv=None):
     parser.add_argument("--rule", choices=("min", "1se"), default="min")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--speed-reps", type=int, default=5, help="data sets per speed-table size (0: skip)")
     parser.add_argument("--plot", help="write a PNG of the three metrics against s*/q here")
     parser.add_argument("--json", help="write the per-replicate records here")
     args = parser.parse_args(argv)
@@ -196,11 +227,14 @@ def main(argv=None):
             results[q].append(run_replicate(args, q, rep, args.rule))
             print(f"q={q} replicate {rep + 1}/{args.reps} done in {time.perf_counter() - t:.1f} s",
                   file=sys.stderr, flush=True)
-    print_tables(args, results, args.rule, time.perf_counter() - start)
+    if args.reps:
+        print_tables(args, results, args.rule, time.perf_counter() - start)
+    if args.speed_reps:
+        speed_table(args)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({str(q): r for q, r in results.items()}, fh, indent=1)
-    if args.plot:
+    if args.plot and args.reps:
         plot(args, results, args.plot)
 
 

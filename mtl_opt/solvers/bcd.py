@@ -13,17 +13,14 @@ The heuristic for the sparse multi-task objective F of
    continuous part is refitted exactly on them (so IHT need not crawl to the
    block optimum); stops when F changes by less than ``tol`` relatively.
 2. An exact refit of the continuous part on the supports found.
-3. Local search.  Without Bbar the tasks' continuous parts decouple, and
-   every swap (drop i, add j, or a pure addition when a support has room;
-   per task, or per row for common-support variants) is scored by the exact
-   change of F *after refitting* the support, by Schur complements of the
-   support's Gram matrix (``best_refit_swap``); the best is applied until none
-   improves F.  With Bbar the best single swap with the new coefficient's
-   exact 1-D minimizer (others fixed; Zbar and Bbar changes exact) is applied
-   and refitted; when none improves, the 3s most promising swaps of each task
-   are scored again with a full refit (correlated features can pay off only
-   together); repeat until neither kind improves F.  Either way the result
-   admits no improving single swap.
+3. Local search: every swap (drop i, add j, or a pure addition when a
+   support has room; per task, or per row for common-support variants) is
+   scored by the exact change of F *after refitting* the supports, Zbar and
+   Bbar included, by Schur complements of the support's joint quadratic
+   (``best_swap``), so swaps that pay off only once the other coefficients
+   move are found too.  Each round applies every task's best improving swap
+   (or only the single best, when the tasks' moves interfere), until none
+   improves F; the result admits no improving single swap.
 """
 
 from __future__ import annotations
@@ -83,14 +80,29 @@ def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
 
 
 def _swap_search(problem, B, value, max_swaps, log, clock):
-    """Apply the best exact refit swap (``best_swap``) until none improves F."""
+    """Apply exact refit swaps (``best_moves``) until none improves F.
+
+    Each round tries every task's best improving swap at once, kept when that
+    lowers F at least as much as the single best swap alone was predicted to
+    (always, when the tasks decouple), else applies the single best swap.
+    """
+    threshold = lambda v: -IMPROVEMENT * max(abs(v), 1e-12)  # noqa: E731
     for swaps in range(1, max_swaps + 1):
-        move = best_swap(problem, B)
-        if move is None or move[0] >= -IMPROVEMENT * max(abs(value), 1e-12):
+        moves = [move for move in best_moves(problem, B) if move[0] < threshold(value)]
+        if not moves:
             break
-        candidate = problem.refit(swapped_support(B != 0, move))
-        candidate_value = problem.objective(candidate)
-        if candidate_value >= value - IMPROVEMENT * max(abs(value), 1e-12):
+        best = min(moves, key=lambda move: move[0])
+        candidate, candidate_value = None, np.inf
+        if len(moves) > 1:
+            support = B != 0
+            for move in moves:
+                support = swapped_support(support, move)
+            candidate = problem.refit(support)
+            candidate_value = problem.objective(candidate)
+        if candidate_value > value + best[0]:
+            candidate = problem.refit(swapped_support(B != 0, best))
+            candidate_value = problem.objective(candidate)
+        if candidate_value >= value + threshold(value):
             break  # the predicted gain was rounding
         B, value = candidate, candidate_value
         log.append(_record("swap", swaps, value, B, clock))
@@ -238,24 +250,28 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
     ``drop`` None is a pure addition to a support with room.  Every pair is
     scored at once by ``_swap_table``.
     """
+    moves = best_moves(problem, B)
+    return min(moves, key=lambda move: move[0]) if moves else None
+
+
+def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
+    """``best_swap`` of each task (one row move for common-support variants), as a list."""
     support = B != 0
     if problem.common_support:
         support[:] = support.any(axis=0)
     model = _RefitModel(problem, support)
-    units = [None] if problem.common_support else range(problem.n_tasks)
-    best = None
-    for task in units:
+    counts = support.sum(axis=0).astype(float)
+    moves = []
+    for task in [None] if problem.common_support else range(problem.n_tasks):
         delta, drops = _swap_table(problem, model, task)
         if task is not None and problem.lambda_zbar and drops:
-            counts = support.sum(axis=0).astype(float)
             dropped = np.array([counts[i] if i is not None else np.nan for i in drops])
             delta = (delta + np.nan_to_num(_zbar_delta(problem, dropped, dropped - 1))[:, None]
                      + _zbar_delta(problem, counts, counts + 1)[None, :])
         if np.isfinite(delta).any():
             d, j = np.unravel_index(np.argmin(delta), delta.shape)
-            if best is None or delta[d, j] < best[0]:
-                best = (float(delta[d, j]), task, drops[d], int(j))
-    return best
+            moves.append((float(delta[d, j]), task, drops[d], int(j)))
+    return moves
 
 
 def swapped_support(support: np.ndarray, move) -> np.ndarray:
@@ -354,8 +370,11 @@ def _group_gain(e, D, diagonal):
         d = D[..., 0, 0]
         usable = d > 1e-10 * diagonal[:, 0]
         return np.where(usable, e[..., 0] ** 2 / (2 * np.where(usable, d, 1.0)), -np.inf)
-    w, U = np.linalg.eigh(D)
-    usable = w[..., 0] > 1e-10 * diagonal.max(axis=1)
-    projected = np.einsum("...gh,...g->...h", U, e)
-    return np.where(usable, np.sum(projected**2 / np.where(usable[..., None], w, 1.0), axis=-1) / 2,
-                    -np.inf)
+    try:  # Cholesky pivots (cheap) tell how far from singular each D is
+        pivots = np.diagonal(np.linalg.cholesky(D), axis1=-2, axis2=-1) ** 2
+    except np.linalg.LinAlgError:  # some D is not positive definite (collinear, no ridge)
+        pivots = np.linalg.eigvalsh(D)
+    usable = pivots.min(axis=-1) > 1e-10 * diagonal.max(axis=1)
+    safe = np.where(usable[..., None, None], D, np.eye(e.shape[-1]))
+    solution = np.linalg.solve(safe, e[..., None])[..., 0]
+    return np.where(usable, np.sum(e * solution, axis=-1) / 2, -np.inf)
