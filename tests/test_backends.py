@@ -229,6 +229,45 @@ def test_miqp_matches_brute_force(name):
     assert res.bound is not None and res.bound <= best + 1e-9
 
 
+@pytest.mark.parametrize("name", backends_with("milp"))
+def test_persistent_solves_see_added_rows_like_fresh_solves(name):
+    """persistent=True reuses one solver for the model; cuts added between solves still count."""
+    backend = get_backend(name)
+    m = milp_knapsack()
+    m.cuts = pyo.ConstraintList()
+    values = []
+    for extra in (None, 0, 1):
+        if extra is not None:  # forbid the current best item set's item ``extra``-th chosen
+            m.cuts.add(m.x[sorted(j for j in m.x if m.x[j].value > 0.5)[extra]] == 0)
+        persistent = backend.solve(m, "milp", persistent=True)
+        fresh = get_backend(name).solve(m, "milp")
+        assert persistent.status == fresh.status == "optimal"
+        assert persistent.objective == pytest.approx(fresh.objective)
+        values.append(persistent.objective)
+    assert values[0] <= values[1] <= values[2]
+    assert backend._session[0] is m
+
+
+def test_highs_mip_start_gives_an_incumbent_and_completes_the_continuous_part():
+    """With no nodes and no heuristics HiGHS finds nothing alone; from a start on x only it
+    has that start's objective, with y filled in by its LP repair."""
+    def model():
+        m = milp_knapsack()
+        m.y = pyo.Var(within=pyo.NonNegativeReals)
+        m.link = pyo.Constraint(expr=m.y >= m.x[0] + m.x[1] - 1)
+        m.obj.expr = m.obj.expr + m.y
+        return m
+    opts = SolveOptions(solver_options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0,
+                                        "presolve": "off"})
+    alone = HighsBackend().solve(model(), "milp", opts)
+    m = model()
+    started = HighsBackend().solve(m, "milp", opts, start=[(m.x[0], 1.0), (m.x[1], 1.0)])
+    assert not alone.has_solution
+    assert started.has_solution
+    assert started.objective == pytest.approx(-KNAP_VALUES[0] - KNAP_VALUES[1] + 1.0)
+    assert m.y.value == pytest.approx(1.0)
+
+
 NODE_LIMIT = {"highs": {"mip_max_nodes": 1}, "scip": {"limits/nodes": 1}}
 
 

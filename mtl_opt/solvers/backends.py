@@ -146,6 +146,7 @@ class Backend(abc.ABC):
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
+    _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)
 
     # --- what the backend is and can do -------------------------------------
 
@@ -181,15 +182,19 @@ class Backend(abc.ABC):
 
     # --- solving ---------------------------------------------------------------
 
-    def solve(self, model: pyo.Block, problem_class: str,
-              opts: SolveOptions | None = None) -> BackendResult:
+    def solve(self, model: pyo.Block, problem_class: str, opts: SolveOptions | None = None, *,
+              start: Iterable[tuple[Any, float]] | None = None,
+              persistent: bool = False) -> BackendResult:
         """Solve the minimization ``model`` as a ``problem_class`` problem.
 
         A found solution (optimal or not, e.g. the incumbent of a time-limited
         run) is loaded into the model's variables.  An LP is solved with the
         adapter's ``LP_OPTIONS``, so ``load_duals`` can follow.  Solver
         failures raise SolverError; a stopped or infeasible run is a status,
-        not an error.
+        not an error.  ``start`` ((VarData, value) pairs, the others 0) is a MIP
+        start where the backend takes one (HiGHS; it completes the continuous
+        variables itself); with ``persistent`` the solver that last solved this
+        same ``model`` is reused, so only what changed (e.g. new cuts) is sent.
         """
         self._check_request(model, problem_class)
         opts = SolveOptions() if opts is None else opts
@@ -199,8 +204,10 @@ class Backend(abc.ABC):
             options = {**self.LP_OPTIONS, **options}  # solver_options still win
         self._prepare(options)
 
-        solver = SolverFactory(self.pyomo_name)
-        start = time.perf_counter()
+        solver = self._solver_for(model, persistent)
+        if start:
+            self._set_start(solver, model, start)
+        clock = time.perf_counter()
         try:
             results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                    raise_exception_on_nonoptimal_result=False,
@@ -210,7 +217,7 @@ class Backend(abc.ABC):
                 f"{self.label} failed on this {problem_class.upper()} model: {exc} "
                 "(rerun with verbose=True to see the solver log)."
             ) from exc
-        wall_time = time.perf_counter() - start
+        wall_time = time.perf_counter() - clock
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
         native_status, native_gap = self._native_status(solver._solver_model)
@@ -233,6 +240,18 @@ class Backend(abc.ABC):
                     "termination_condition": results.termination_condition.name},
             _results=results,
         )
+
+    def _solver_for(self, model: pyo.Block, persistent: bool) -> Any:
+        """A fresh Pyomo solver, or with ``persistent`` the one that last solved ``model``."""
+        if persistent and self._session is not None and self._session[0] is model:
+            return self._session[1]
+        solver = SolverFactory(self.pyomo_name)
+        if persistent:
+            self._session = (model, solver)
+        return solver
+
+    def _set_start(self, solver: Any, model: pyo.Block, start: Iterable[tuple[Any, float]]) -> None:
+        """Hand ``start`` to the native solver; backends without MIP starts ignore it."""
 
     def load_duals(self, model: pyo.Block, result: BackendResult,
                    constraints: Iterable[Any] | None = None) -> dict[Any, float]:
@@ -369,6 +388,23 @@ class HighsBackend(Backend):
         import highspy
 
         return probe.setOptionValue(key, value) == highspy.HighsStatus.kOk
+
+    def _set_start(self, solver: Any, model: pyo.Block, start: Iterable[tuple[Any, float]]) -> None:
+        # Load the model into the native Highs object first (Pyomo's persistent
+        # interface then skips it in solve), then set the start by column index.
+        import highspy
+
+        if solver._model is model:
+            solver.update()
+        else:
+            solver.set_instance(model)
+        columns = solver._pyomo_var_to_solver_var_map
+        solution = highspy.HighsSolution()
+        values = [0.0] * solver._solver_model.getNumCol()
+        for var, value in start:
+            values[columns[id(var)]] = float(value)
+        solution.col_value, solution.value_valid = values, True
+        solver._solver_model.setSolution(solution)
 
     def _prepare(self, options: Mapping[str, Any]) -> None:
         # HiGHS sizes its task scheduler once per calling thread, at the first
