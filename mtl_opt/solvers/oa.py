@@ -161,13 +161,20 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
 
 
 def _nearby_supports(problem, B):
-    """The incumbent's support and those of its best single swap chain (a few steps)."""
+    """The incumbent's support and those of its best single swap chain (a few steps).
+
+    At a local optimum the best swap is the least bad one, and the best swap
+    back from there returns to the start: the chain stops at the first support
+    it has seen (repeated cuts only slow the solver down).
+    """
     supports, current = [B != 0], B
     for _ in range(3):
         move = best_swap(problem, current)
         if move is None:
             break
         current = problem.refit(swapped_support(current != 0, move))
+        if any(np.array_equal(current != 0, seen) for seen in supports):
+            break
         supports.append(current != 0)
     return supports
 
