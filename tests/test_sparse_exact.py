@@ -269,3 +269,19 @@ def test_oa_paths_agree_on_a_small_instance():
     assert [r.status for r in results] == ["optimal", "optimal"]
     assert results[0].objective == pytest.approx(results[1].objective, rel=1e-6)
     assert max(r.lower_bound for r in results) <= min(r.objective for r in results) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_nearby_supports_are_distinct_and_start_at_the_incumbent(variant):
+    """From a local optimum the best swap and its reverse cycle; each support gets one cut."""
+    from mtl_opt.solvers.bcd import best_swap, swapped_support
+    from mtl_opt.solvers.oa import _nearby_supports
+
+    problem, _ = random_problem(variant, 5)
+    B = fit_bcd(problem)[0]
+    back = problem.refit(swapped_support(B != 0, best_swap(problem, B)))
+    cycles = np.array_equal(swapped_support(back != 0, best_swap(problem, back)), B != 0)
+    supports = _nearby_supports(problem, B)
+    assert np.array_equal(supports[0], B != 0)
+    assert len({s.tobytes() for s in supports}) == len(supports)
+    assert len(supports) >= 2 and (not cycles or len(supports) == 2)
