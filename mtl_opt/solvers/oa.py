@@ -38,6 +38,8 @@ FRACTIONAL_SUPPORT = 1e-6
 #: mip_feasibility_tolerance (1e-6) leaves its dual bound up to 1e-6 below the master's optimum
 #: in absolute terms, more than a 1e-6 relative gap on objectives below 1.
 MASTER_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
+#: SCIP settings of the Big-M MIQP (the user's solver_options still win): no NLP solver.
+MIQP_SOLVER_OPTIONS = {"nlp/disable": True}
 
 
 class ExactSolve(NamedTuple):
@@ -188,11 +190,14 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     model = build_miqp(problem, big_m, perspective)
     # SCIP measures its gap on its own primal value, which its feasibility tolerance (1e-6 on
     # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on rows as
-    # tight as that gap needs (tighter rows cost time, so only as tight as needed)
+    # tight as that gap needs (tighter rows cost time, so only as tight as needed).  SCIP's NLP
+    # (Ipopt) is off: the bounds come from its LP outer approximation anyway, and the Ipopt,
+    # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
+    # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
     feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
     run = backend.solve(model, "miqp", options.with_updates(
         rel_gap=options.rel_gap / 10,
-        solver_options={"numerics/feastol": feastol, **options.solver_options}))
+        solver_options={"numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}))
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
                             for k in range(problem.n_tasks)])
