@@ -285,3 +285,26 @@ def test_nearby_supports_are_distinct_and_start_at_the_incumbent(variant):
     assert np.array_equal(supports[0], B != 0)
     assert len({s.tobytes() for s in supports}) == len(supports)
     assert len(supports) >= 2 and (not cycles or len(supports) == 2)
+
+
+def test_miqp_returns_at_its_time_limit_where_scip_nlp_deadlocked():
+    """p=100, K=5, n_k=100 (the exact benchmark's grid): with SCIP's NLP solver on, pyscipopt 6.3's
+    bundled Ipopt/MUMPS/METIS hung in free() after about 5-30 s; the run must end near its limit."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.path.insert(0, 'benchmarks')\n"
+        "from sparse_exact import demo_data, problem_for\n"
+        "from mtl_opt.solvers.bcd import fit_bcd\n"
+        "from mtl_opt.solvers.backends import get_backend\n"
+        "from mtl_opt.solvers.oa import solve_miqp\n"
+        "from mtl_opt.solvers.options import SolveOptions\n"
+        "problem = problem_for(demo_data(100, 5, 100, seed=0), s=5, lambda_ridge=0.1)\n"
+        "r = solve_miqp(problem, get_backend('scip'), SolveOptions(time_limit=30), fit_bcd(problem)[0])\n"
+        "print(r.status, r.lower_bound <= r.objective)\n")
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] in (["time_limit", "True"], ["optimal", "True"])
