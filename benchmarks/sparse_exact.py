@@ -16,7 +16,8 @@ the certified optimum.  Sections:
 
 1. grid: p x K x n_k x lambda_ridge (reduced by default; ``--full`` runs the
    issue's whole grid: p in {50, 100, 200, 500, 1000}, K in {2, 5}, s in {5, 10},
-   n_k in {100, 500}, lambda_ridge in {1e-3, 1e-1});
+   n_k in {100, 500}, lambda_ridge in {1e-3, 1e-1}; ``--instance p,K,s,n_k,lambda_ridge``
+   runs chosen rows, e.g. at a longer time limit);
 2. agreement: the three paths' objectives on 10 instances with K=3, p=30, s=5;
 3. K = 1 against OKRidge (``pip install okridge``; skipped when missing): the
    same cardinality-constrained ridge problem (OKRidge's lambda2 = n lambda_ridge),
@@ -94,8 +95,19 @@ def cell(entry):
     return f"gap {100 * gap:.2g}% ({status})" if gap is not None else f"no bound ({status})"
 
 
+def grid_instance(text: str) -> tuple:
+    """'p,K,s,n_k,lambda_ridge' -> (int, int, int, int, float), for --instance."""
+    try:
+        p, K, s, n, lr = text.split(",")
+        return int(p), int(K), int(s), int(n), float(lr)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected p,K,s,n_k,lambda_ridge such as 50,2,5,100,0.1; got {text!r}")
+
+
 def grid(args):
-    if args.full:
+    if args.instance:
+        configs = args.instance
+    elif args.full:
         configs = list(itertools.product([50, 100, 200, 500, 1000], [2, 5], [5, 10], [100, 500],
                                          [1e-3, 1e-1]))
     else:
@@ -131,17 +143,37 @@ def agreement(args):
                    + f" | {spread:.1e} ({len(proven)} proven) |")
 
 
-def okridge_section(args):
+OKRIDGE_CASES = [(200, 100.0, 0.1), (200, 100.0, 1e-3), (200, 2.0, 0.1), (200, 2.0, 1e-3),
+                 (1000, 100.0, 0.1), (1000, 2.0, 0.1)]   # (p, SNR, lambda2): the issue's measurements
+
+
+def okridge_tree():
+    """OKRidge's BNBTree, or None when okridge is not installed.
+
+    OKRidge 0.1.1 (PyPI) tunes its ADMM step when X'X is singular (n < p) by
+    calling ``Node.lower_solve``, a method it renamed ``lower_solve_fast``, and
+    crashes with AttributeError; the alias restores the call it meant.
+    """
     try:
+        from okridge.node import Node
         from okridge.tree import BNBTree
     except ImportError:
+        return None
+    if not hasattr(Node, "lower_solve"):
+        Node.lower_solve = Node.lower_solve_fast
+    return BNBTree
+
+
+def okridge_section(args):
+    BNBTree = okridge_tree()
+    if BNBTree is None:
         print("\n## 3. K = 1 against OKRidge: skipped (pip install okridge)")
         return
     print(f"\n## 3. K = 1 against OKRidge (n=500, rho=0.4, s=5, limit {args.time_limit:g} s)\n")
     print("| p | SNR | lambda2 | OKRidge s | OKRidge F | our rel gap of OKRidge's bound | "
           + " | ".join(f"{name} s" for name in ("oa-highs", "oa-scip")) + " | best ours / OKRidge time |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for p, snr, lambda2 in [(200, 100.0, 0.1), (200, 100.0, 1e-3), (200, 2.0, 0.1), (1000, 100.0, 0.1)]:
+    for p, snr, lambda2 in OKRIDGE_CASES:
         data = demo_data(p, 1, 500, snr=snr, seed=args.seed)
         n = data.n_total
         problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
@@ -173,6 +205,8 @@ def main(argv=None):
     parser.add_argument("--full", action="store_true", help="the issue's whole grid (hours with every path)")
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS),
                         help="exact paths of the grid section")
+    parser.add_argument("--instance", type=grid_instance, action="append",
+                        help="a grid row p,K,s,n_k,lambda_ridge (repeatable; replaces the grid)")
     parser.add_argument("--sections", nargs="+", default=["grid", "agreement", "okridge"],
                         choices=["grid", "agreement", "okridge"])
     args = parser.parse_args(argv)
