@@ -236,9 +236,20 @@ def test_collinear_supports_without_ridge_still_fit(variant):
                                       lambda_bbar=0.3 if bbar else 0.0, lambda_zbar=0.05 if zbar else 0.0)
     B = fit_bcd(problem)[0]
     optimum = brute_force_optimum(problem)
-    rows = (B != 0).any(axis=0) if problem.common_support else B != 0   # a refit may hit an exact 0
-    assert np.all(np.atleast_2d(rows).sum(axis=1) <= 5)
+    assert problem.feasible(B)
     assert optimum - 1e-9 <= problem.objective(B) <= problem.objective(np.zeros_like(B))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_feasible_counts_the_shared_set_not_each_rows_nonzeros(variant):
+    """cs_*: rows inside one set of <= s features are feasible even with an exact 0; others per row."""
+    problem, _ = random_problem(variant, 0, K=2, p=5, s=2)
+    inside = np.array([[1.0, 2.0, 0, 0, 0], [3.0, 0.0, 0, 0, 0]])   # task 1 has a 0 on the shared set
+    spread = np.array([[1.0, 2.0, 0, 0, 0], [3.0, 0.0, 4.0, 0, 0]])  # 3 features in all, 2 per row
+    too_many = np.array([[1.0, 2.0, 5.0, 0, 0], [0, 0, 0, 0, 0]])
+    assert problem.feasible(inside)
+    assert problem.feasible(spread) is not problem.common_support
+    assert not problem.feasible(too_many)
 
 
 @pytest.mark.parametrize("params, phrase", [
