@@ -147,7 +147,6 @@ class SparseProblem:
         """
         K, p = support.shape
         B = np.zeros((K, p))
-        columns = [np.flatnonzero(support[k]) for k in range(K)]
         if z is None:
             ridge = np.full((K, p), self.lambda_ridge)
         else:
@@ -157,32 +156,35 @@ class SparseProblem:
             for k in range(K):
                 B[k] = self.refit_task(k, support[k], ridge[k])
             return B
-        offsets = np.cumsum([0] + [c.size for c in columns])
-        H = np.zeros((offsets[-1], offsets[-1]))
-        rhs = np.zeros(offsets[-1])
-        feature = np.concatenate(columns) if offsets[-1] else np.zeros(0, int)
-        for k, cols in enumerate(columns):
-            block = slice(offsets[k], offsets[k + 1])
-            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-            H[block, block] = Xs.T @ Xs / n + np.diag(ridge[k, cols] + self.lambda_bbar)
-            rhs[block] = Xs.T @ self.ys[k] / n
-        H -= (self.lambda_bbar / K) * (feature[:, None] == feature[None, :])
-        solution = _solve_spd(H, rhs) if offsets[-1] else rhs
-        for k, cols in enumerate(columns):
-            B[k, cols] = solution[offsets[k]:offsets[k + 1]]
+        H, rhs = self.coupled_system(support, ridge)
+        B[support] = _solve_spd(H, rhs) if rhs.size else rhs
         return B
 
-    def refit_task(self, k: int, support: np.ndarray, ridge: np.ndarray | None = None) -> np.ndarray:
-        """Task k's ridge refit on a (p,) boolean support; exact when there is no Bbar coupling.
+    def coupled_system(self, support: np.ndarray, ridge: np.ndarray | None = None):
+        """(H, r) of F's continuous part over the selected coefficients, ordered as ``B[support]``.
 
-        ``ridge`` gives per-coefficient weights (default lambda_ridge everywhere).
+        The part is const - r^T beta + beta^T H beta / 2 with H = blockdiag_k(X_kS^T X_kS / n_k
+        + diag(ridge_kS + lambda_bbar)) - (lambda_bbar / K) [same feature] and
+        r = X_kS^T y_k / n_k; ``ridge`` (K, p) defaults to lambda_ridge everywhere.
         """
+        tasks, features = np.nonzero(support)
+        ridge = np.full(support.shape, self.lambda_ridge) if ridge is None else ridge
+        H = -(self.lambda_bbar / self.n_tasks) * (features[:, None] == features[None, :])
+        rhs = np.empty(features.size)
+        for k in range(self.n_tasks):
+            block = tasks == k
+            Xs, n = self.Xs[k][:, features[block]], len(self.ys[k])
+            H[np.ix_(block, block)] += Xs.T @ Xs / n + np.diag(ridge[k, features[block]] + self.lambda_bbar)
+            rhs[block] = Xs.T @ self.ys[k] / n
+        return H, rhs
+
+    def refit_task(self, k: int, support: np.ndarray, ridge: np.ndarray) -> np.ndarray:
+        """Task k's ridge refit on a (p,) boolean support with (p,) ridge weights (no Bbar coupling)."""
         row = np.zeros(self.n_features)
         cols = np.flatnonzero(support)
         if cols.size:
             Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-            weights = np.full(cols.size, self.lambda_ridge) if ridge is None else ridge[cols]
-            H = Xs.T @ Xs / n + np.diag(weights)
+            H = Xs.T @ Xs / n + np.diag(ridge[cols])
             row[cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
         return row
 

@@ -288,10 +288,10 @@ def swapped_support(support: np.ndarray, move) -> np.ndarray:
 class _RefitModel:
     """The joint quadratic of F's continuous part on a support, for exact swap scoring.
 
-    Over the selected coefficients V (task-major), the continuous part is
-    const - r_V^T beta + beta^T H_VV beta / 2 with H = blockdiag_k(X_k^T X_k / n_k)
-    + (lambda_ridge + lambda_bbar) I - (lambda_bbar / K) [same feature], r = X_k^T y_k / n_k;
-    P = H_VV^-1 and beta = P r_V are its refit.
+    Over the selected coefficients V (task-major) the continuous part is
+    const - r_V^T beta + beta^T H_VV beta / 2 (``SparseProblem.coupled_system``);
+    P = H_VV^-1 and beta = P r_V are its refit.  ``cross`` and ``q`` hold H's and
+    r's entries for every feature, which the swap scores need.
     """
 
     def __init__(self, problem, support):
@@ -300,18 +300,15 @@ class _RefitModel:
                       for X, y, cols in zip(problem.Xs, problem.ys, support)]
         self.q = np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])   # (K, p)
         self.blocks = np.split(np.arange(self.tasks.size), np.cumsum(support.sum(axis=1))[:-1])
-        size, coupling = self.tasks.size, problem.lambda_bbar / problem.n_tasks
-        H = (problem.lambda_ridge + problem.lambda_bbar) * np.eye(size) \
-            - coupling * (self.features[:, None] == self.features[None, :])
-        for k, block in enumerate(self.blocks):
-            H[np.ix_(block, block)] += self.cross[k][self.features[block]]
+        size = self.tasks.size
+        H, r = problem.coupled_system(support)
         try:  # P from a Cholesky factor; a collinear support without ridge has none
             self.P = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), np.eye(size)) if size else H
             self.singular = False
         except np.linalg.LinAlgError:  # then the scores are approximate (moves are re-checked)
             self.P, self.singular = np.linalg.pinv(H, hermitian=True), True
-        self.beta = self.P @ self.q[self.tasks, self.features]
-        self.coupling = coupling
+        self.beta = self.P @ r
+        self.coupling = problem.lambda_bbar / problem.n_tasks
 
     def columns(self, k):
         """H_{V, (k, j)} for every feature j: (|V|, p)."""
