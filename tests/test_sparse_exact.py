@@ -308,3 +308,20 @@ def test_miqp_returns_at_its_time_limit_where_scip_nlp_deadlocked():
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] in (["time_limit", "True"], ["optimal", "True"])
+
+
+def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
+    """A default memory limit is set; hitting it is a work limit, never an error or a claim."""
+    from mtl_opt.solvers.backends import default_memory_limit_mb
+    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+
+    assert get_backend("scip").native_options(SolveOptions())["limits/memory"] == default_memory_limit_mb() > 0
+    problem, _ = random_problem("l0l2", 6001, K=2, p=8, n=15, s=3)
+    optimum = brute_force_optimum(problem)
+    start = fit_bcd(problem)[0]
+    result = solve_oa_single_tree(problem, SolveOptions(time_limit=30, solver_options={"limits/memory": 0}),
+                                  start)
+    assert result.native["master_status"] == "memlimit"
+    assert result.status == "iteration_limit"
+    assert result.objective == pytest.approx(problem.objective(problem.refit(start != 0)))
+    assert result.lower_bound is None or result.lower_bound <= optimum + 1e-9
