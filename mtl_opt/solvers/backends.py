@@ -421,8 +421,8 @@ class HighsBackend(Backend):
 def default_memory_limit_mb() -> float | None:
     """Half the machine's physical memory in MB (None where the OS does not say).
 
-    SCIP's default is unlimited: a long branch and bound that keeps adding cuts
-    (single-tree OA on an instance without curvature added 132,000 in 42 s) was
+    SCIP's default is unlimited: single-tree OA on an instance without
+    curvature adds cuts without end (132,000 in 42 s), and a 600 s run was
     killed by the OS at 21 GB.  With this limit SCIP stops with status
     ``memlimit`` and its dual bound; ``solver_options={"limits/memory": ...}``
     overrides it.
