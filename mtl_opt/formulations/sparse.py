@@ -138,24 +138,17 @@ class SparseProblem:
         minimizer of the strengthened perspective relaxation at a fractional z
         (where outer approximation takes its root cuts); it is lambda_ridge at z = 1.
 
-        Without Bbar each task is a ridge regression on its support.  With
-        Bbar the tasks couple through beta_bar: the Hessian over all selected
-        coefficients is block diagonal (X_kS^T X_kS / n_k + (l_r + l_b) I)
-        minus (l_b / K) times the sum over features of e_j e_j^T across the
-        tasks holding j; that system has only sum_k |S_k| unknowns and is
+        The selected coefficients solve one system, ``coupled_system``: block
+        diagonal (one ridge regression per task) without Bbar, coupled across
+        tasks through beta_bar with it; it has only sum_k |S_k| unknowns and is
         solved by one Cholesky factorization.
         """
-        K, p = support.shape
-        B = np.zeros((K, p))
         if z is None:
-            ridge = np.full((K, p), self.lambda_ridge)
+            ridge = np.full(support.shape, self.lambda_ridge)
         else:
             kappa = (self.lambda_ridge + self.curvature)[:, None]
             ridge = kappa / np.where(support, z, 1.0) - self.curvature[:, None]
-        if not self.lambda_bbar:
-            for k in range(K):
-                B[k] = self.refit_task(k, support[k], ridge[k])
-            return B
+        B = np.zeros(support.shape)
         H, rhs = self.coupled_system(support, ridge)
         B[support] = _solve_spd(H, rhs) if rhs.size else rhs
         return B
@@ -168,25 +161,18 @@ class SparseProblem:
         r = X_kS^T y_k / n_k; ``ridge`` (K, p) defaults to lambda_ridge everywhere.
         """
         tasks, features = np.nonzero(support)
+        ends = np.searchsorted(tasks, np.arange(self.n_tasks + 1))   # task k's rows: ends[k]:ends[k+1]
         ridge = np.full(support.shape, self.lambda_ridge) if ridge is None else ridge
-        H = -(self.lambda_bbar / self.n_tasks) * (features[:, None] == features[None, :])
+        H = np.zeros((features.size, features.size))
+        if self.lambda_bbar:
+            H -= (self.lambda_bbar / self.n_tasks) * (features[:, None] == features[None, :])
         rhs = np.empty(features.size)
         for k in range(self.n_tasks):
-            block = tasks == k
-            Xs, n = self.Xs[k][:, features[block]], len(self.ys[k])
-            H[np.ix_(block, block)] += Xs.T @ Xs / n + np.diag(ridge[k, features[block]] + self.lambda_bbar)
+            block, cols = slice(ends[k], ends[k + 1]), features[ends[k]:ends[k + 1]]
+            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
+            H[block, block] += Xs.T @ Xs / n + np.diag(ridge[k, cols] + self.lambda_bbar)
             rhs[block] = Xs.T @ self.ys[k] / n
         return H, rhs
-
-    def refit_task(self, k: int, support: np.ndarray, ridge: np.ndarray) -> np.ndarray:
-        """Task k's ridge refit on a (p,) boolean support with (p,) ridge weights (no Bbar coupling)."""
-        row = np.zeros(self.n_features)
-        cols = np.flatnonzero(support)
-        if cols.size:
-            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
-            H = Xs.T @ Xs / n + np.diag(ridge[cols])
-            row[cols] = _solve_spd(H, Xs.T @ self.ys[k] / n)
-        return row
 
     @cached_property
     def lipschitz(self) -> float:
