@@ -12,6 +12,7 @@ from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
 from mtl_opt.solvers.backends import get_backend
 from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.oa import solve_miqp, solve_oa
 from mtl_opt.solvers.options import SolveOptions
 from test_sparse import brute_force_optimum, random_problem
@@ -325,3 +326,57 @@ def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
     assert result.status == "iteration_limit"
     assert result.objective == pytest.approx(problem.objective(problem.refit(start != 0)))
     assert result.lower_bound is None or result.lower_bound <= optimum + 1e-9
+
+
+BNB_SOUNDNESS = [(variant, K, p, n, seed) for variant in ("l0l2", "cs_l2")
+                 for K, p, n, seed in [(1, 8, 6, 0), (1, 7, 20, 1), (2, 7, 5, 2), (2, 6, 15, 3),
+                                       (3, 6, 4, 4), (3, 7, 12, 5), (2, 8, 8, 6), (1, 9, 4, 7)]]
+
+
+@pytest.mark.parametrize("variant,K,p,n,seed", BNB_SOUNDNESS)
+def test_bnb_proves_the_brute_force_optimum(variant, K, p, n, seed):
+    """Wide (n < p) and tall tasks: LB <= enumerated optimum <= UB, and it closes the gap."""
+    problem, _ = random_problem(variant, 7000 + seed, K=K, p=p, n=n, s=3)
+    problem = problem.with_params(lambda_ridge=[1e-3, 0.1][seed % 2])
+    optimum = brute_force_optimum(problem)
+    result = solve_bnb(problem, SolveOptions(time_limit=60), fit_bcd(problem, local_search=False)[0])
+    assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
+    assert result.status == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
+    assert problem.feasible(result.B)
+
+
+def test_bnb_stopped_early_keeps_a_valid_bound_and_returns_in_time():
+    """From an empty incumbent with a tiny ridge on wide designs the root bound is far from the
+    optimum: a stop right after the root keeps LB <= enumerated optimum <= UB; on a larger
+    instance a 0.5 s limit is kept."""
+    problem, _ = random_problem("l0l2", 77, K=2, p=14, n=6, s=3)
+    problem = problem.with_params(lambda_ridge=1e-4)
+    optimum = brute_force_optimum(problem)
+    result = solve_bnb(problem, SolveOptions(time_limit=1e-3), np.zeros((2, 14)))
+    assert result.status == "time_limit"
+    assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
+
+    problem, _ = random_problem("l0l2", 78, K=1, p=60, n=20, s=5)
+    problem = problem.with_params(lambda_ridge=1e-4)
+    start = time.perf_counter()
+    result = solve_bnb(problem, SolveOptions(time_limit=0.5), np.zeros((1, 60)))
+    assert time.perf_counter() - start < 1.5
+    assert result.status == "time_limit" and result.lower_bound <= result.objective
+
+
+def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_not_model():
+    problem, _ = random_problem("cs_l2", 81, K=2, p=7, n=6, s=2)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    model = SparseMTL(variant="cs_l2", s=2, lambda_ridge=0.05, solver="bnb", standardize=False,
+                      fit_intercept=False).fit(data)
+    optimum = brute_force_optimum(problem.with_params(lambda_ridge=0.05))
+    assert model.result_.status == "optimal"
+    assert model.result_.lower_bound <= optimum + 1e-9 <= model.result_.objective + 1e-9
+    assert "perspective dual" in model.result_.bound_source
+    for params, message in [({"variant": "zbar_l2", "lambda_zbar": 0.1}, "Zbar"),
+                            ({"variant": "bbar", "lambda_bbar": 0.1}, "Bbar"),
+                            ({"variant": "l0l2", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
+                            ({"variant": "l0l2", "backend": "highs"}, "backend")]:
+        settings = {"s": 2, "lambda_ridge": 0.05, "solver": "bnb", **params}
+        with pytest.raises(InvalidParameterError, match=message):
+            SparseMTL(**settings).fit(data)

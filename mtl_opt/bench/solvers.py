@@ -47,6 +47,12 @@ def _ridge(params: dict) -> str | None:
     return None if params["lambda_ridge"] > 0 else "needs lambda_ridge > 0 (exact sparse solvers)"
 
 
+def _bnb_scope(params: dict) -> str | None:
+    if params.get("lambda_zbar") or params.get("lambda_bbar"):
+        return "bnb models no Zbar or Bbar term"
+    return _ridge(params)
+
+
 def _armul_model(params: dict) -> str | None:
     if params["structure"] == "lowrank":
         return "low-rank ARMUL has no SCIP model"
@@ -65,6 +71,8 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
                 "outer approximation, single-tree (cuts inside one SCIP search)", _ridge),
     BenchSolver("miqp-scip", "sparse_mtl", {"solver": "miqp", "backend": "scip"},
                 "Big-M perspective MIQP on SCIP", _ridge),
+    BenchSolver("bnb", "sparse_mtl", {"solver": "bnb", "backend": None},
+                "branch and bound, perspective-dual node bounds (no Zbar/Bbar)", _bnb_scope),
     BenchSolver("median-sort", "molar", {"median": "closed_form", "backend": None},
                 "weighted median by sorting, dual certificate"),
     BenchSolver("median-lp-highs", "molar", {"median": "lp", "backend": "highs"},

@@ -12,6 +12,7 @@ from ..result import FitResult
 from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
+from ..solvers.bnb import solve_bnb
 from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions
@@ -34,7 +35,7 @@ class SparseMTL(MTLEstimator):
         Maximum support size per task.
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
-    solver : {"bcd", "oa", "miqp"}, default="bcd"
+    solver : {"bcd", "oa", "miqp", "bnb"}, default="bcd"
         ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
         no bound.  ``oa``: outer approximation started from the bcd answer,
         multi-tree with a MILP master re-solved between cuts on HiGHS (the
@@ -42,7 +43,11 @@ class SparseMTL(MTLEstimator):
         handler) on SCIP; ``miqp``: the Big-M MIQP on SCIP, M proven from the
         bcd answer.  Both report a proven lower bound; they need lambda_ridge > 0
         unless every task has n_k > p and a full-rank design (the cuts and the
-        Big-M then borrow the loss's own curvature).
+        Big-M then borrow the loss's own curvature).  ``bnb``: our branch and
+        bound over supports, each node bounded by its perspective relaxation
+        solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
+        ridge, where the other two stall; needs lambda_ridge > 0 and no Zbar or
+        Bbar term, and no backend.
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
@@ -77,7 +82,7 @@ class SparseMTL(MTLEstimator):
         "lambda_ridge": [Interval(0.0, None)],
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
-        "solver": [OneOf(("bcd", "oa", "miqp"))],
+        "solver": [OneOf(("bcd", "oa", "miqp", "bnb"))],
         "backend": [OneOf(("highs", "scip", None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
@@ -114,11 +119,11 @@ class SparseMTL(MTLEstimator):
         B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter,
                                  local_search=self.local_search)
         self.n_iter_ = n_iter
+        if self.solver in ("bcd", "bnb") and self.backend is not None:
+            raise InvalidParameterError(
+                f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
+                f"solver={self.solver!r} runs in mtl_opt itself.")
         if self.solver == "bcd":
-            if self.backend is not None:
-                raise InvalidParameterError(
-                    f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
-                    f"the bcd heuristic needs no solver backend.")
             return self._result(problem, scaler, data, B, None, "heuristic", "bcd (mtl_opt)",
                                 __version__, log, {})
         return self._certified(problem, scaler, data, B, self.solver, self.backend)
@@ -169,6 +174,8 @@ class SparseMTL(MTLEstimator):
         options = options or self.solve_options or SolveOptions()
         if solver == "miqp":
             exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
+        elif solver == "bnb":
+            exact = solve_bnb(problem, options, B)
         elif pick_backend("milp", backend_name).name == "scip":
             exact = solve_oa_single_tree(problem, options, B)
         else:
@@ -176,7 +183,8 @@ class SparseMTL(MTLEstimator):
         status = exact.status
         if status == "optimal" and not relative_gap(exact.objective, exact.lower_bound) <= options.rel_gap:
             status = "gap_limit"
-        bound = "Big-M MIQP dual bound" if solver == "miqp" else "outer-approximation master dual bound"
+        bound = {"miqp": "Big-M MIQP dual bound", "bnb": "smallest open node's perspective dual bound"}.get(
+            solver, "outer-approximation master dual bound")
         return self._result(problem, scaler, data, exact.B, exact.lower_bound, status,
                             f"{solver} ({exact.native['solver']})", exact.native["solver_version"],
                             exact.log, exact.native, bound)
