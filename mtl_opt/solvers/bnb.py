@@ -31,6 +31,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from dataclasses import replace
 
 import numpy as np
 import scipy.optimize
@@ -43,6 +44,8 @@ from .options import SolveOptions
 
 #: L-BFGS iterations per node: the bound settles well within this on the benchmark instances.
 NODE_ITERATIONS = 3000
+#: Smoothing stages per node, and the first stage's mu times s / |incumbent|.
+STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
 FREE, OUT, IN = -1, 0, 1
@@ -50,11 +53,45 @@ FREE, OUT, IN = -1, 0, 1
 
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
               node_iterations: int = NODE_ITERATIONS) -> ExactSolve:
-    """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution)."""
+    """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
+
+    Without a common support the tasks share nothing (no Bbar, no Zbar), so each
+    gets its own tree, in turn, with an equal share of the time left: one joint
+    tree would branch over the product of the tasks' trees.  Bounds and
+    objectives add up, and so do gaps: each task closed to ``rel_gap`` closes the
+    sum to it.
+    """
     if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
         raise InvalidParameterError(
             "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
             "lambda_bbar = 0); use solver='oa', which models both.")
+    if problem.common_support or problem.n_tasks == 1:
+        return _tree(problem, options, incumbent, node_iterations)
+    start, K, parts = time.perf_counter(), problem.n_tasks, []
+    for k in range(K):
+        task = replace(problem, Xs=problem.Xs[k:k + 1], ys=problem.ys[k:k + 1],
+                       x_means=problem.x_means[k:k + 1], y_means=problem.y_means[k:k + 1])
+        share = options.with_updates(abs_gap=options.abs_gap / K)
+        if options.time_limit is not None:
+            left = options.time_limit - (time.perf_counter() - start)
+            share = share.with_updates(time_limit=max(left / (K - k), 1e-6))
+        parts.append(_tree(task, share, incumbent[k:k + 1], node_iterations))
+    B = np.vstack([part.B for part in parts])
+    objective, lower = problem.objective(B), float(sum(part.lower_bound for part in parts))
+    closed = relative_gap(objective, lower) <= options.rel_gap or objective - lower <= options.abs_gap
+    status = "optimal" if closed else "time_limit"
+    row = {"iteration": sum(part.native["nodes"] for part in parts), "lower_bound": lower,
+           "incumbent": objective, "gap": relative_gap(objective, lower),
+           "cuts": sum(part.native["open_nodes"] for part in parts),
+           "time": time.perf_counter() - start, "master_status": f"{K} task trees"}
+    return ExactSolve(B, objective, lower, status, [row],
+                      {"solver": "branch and bound (perspective dual)", "solver_version": "mtl_opt",
+                       "nodes": row["iteration"], "open_nodes": row["cuts"]})
+
+
+def _tree(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray,
+          node_iterations: int) -> ExactSolve:
+    """One best-first search over the supports of ``problem``."""
     start = time.perf_counter()
     search = _Search(problem, node_iterations)
     search.offer(problem.refit(incumbent != 0))
@@ -148,43 +185,74 @@ class _Search:
     def bound(self, fixed: np.ndarray, r0: np.ndarray):
         """(best D found, its residuals, its greedy support) for the node ``fixed``, from ``r0``.
 
-        Stops early once D passes the incumbent: the node is pruned, whatever its exact bound.
+        L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
+        chosen z moves continuously), with mu shrinking tenfold per stage; every point it
+        evaluates is also scored on the exact D, and the best exact value is the bound.
+        Stops early once D passes the incumbent: the node is pruned.
         """
         best = [-np.inf, r0, None]
 
-        def negative_dual(r):
-            value, gradient, chosen = self.dual(fixed, r)
+        def negative_smoothed(r, mu):
+            (value, chosen), (smooth, gradient) = self.dual(fixed, r, mu)
             if value > best[0]:
                 best[:] = value, r.copy(), chosen
             if value >= self.upper:
                 raise _Pruned
-            return -value, -gradient
+            return -smooth, -gradient
 
+        r = r0
         try:
-            scipy.optimize.minimize(negative_dual, r0, jac=True, method="L-BFGS-B",
-                                    options={"maxiter": self.node_iterations, "maxcor": MEMORY,
-                                             "gtol": 0.0, "ftol": 1e-13})
+            for mu in self.mu_schedule():
+                run = scipy.optimize.minimize(negative_smoothed, r, args=(mu,), jac=True, method="L-BFGS-B",
+                                              options={"maxiter": self.node_iterations // STAGES,
+                                                       "maxcor": MEMORY, "gtol": 0.0, "ftol": 1e-13})
+                r = run.x
         except _Pruned:
             pass
         return tuple(best)
+
+    def mu_schedule(self):
+        top = SMOOTHING * (abs(self.upper) if np.isfinite(self.upper) else 1.0) / self.problem.s
+        return [top * 10.0 ** -i for i in range(STAGES)]
 
     def weights(self, r: np.ndarray) -> np.ndarray:
         """(K, p) v_jk^2 / (2 lambda_ridge), the slope of -D in z_jk."""
         v = self._slopes(r)
         return v**2 / (2 * self.problem.lambda_ridge)
 
-    def dual(self, fixed: np.ndarray, r: np.ndarray):
-        """D(r) at the node's greedy z, its gradient in r, and that z (a support)."""
+    def dual(self, fixed: np.ndarray, r: np.ndarray, mu: float):
+        """((D(r), its greedy z), (smoothed D, its gradient in r)) at the node."""
         problem, lam = self.problem, self.problem.lambda_ridge
         v = self._slopes(r)
-        chosen = self._greedy(fixed, v**2)
-        value = -np.sum(v[chosen] ** 2) / (2 * lam)
+        a = v**2 / (2 * lam)
+        chosen = self._greedy(fixed, a)
+        z = self._smoothed(fixed, a, mu)
+        base = 0.0
         gradient = np.empty_like(r)
         for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
             rk, n = r[self.ends[k]:self.ends[k + 1]], len(y)
-            value += (y @ rk - rk @ rk / 2) / n
-            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ np.where(chosen[k], v[k], 0.0) / lam) / n
-        return value, gradient, chosen
+            base += (y @ rk - rk @ rk / 2) / n
+            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ (z[k] * v[k]) / lam) / n
+        free = fixed == FREE
+        penalty = np.sum(z[free] ** 2) / (problem.n_tasks if problem.common_support else 1)
+        return (base - np.sum(a[chosen]), chosen), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+
+    def _smoothed(self, fixed: np.ndarray, a: np.ndarray, mu: float) -> np.ndarray:
+        """argmax over the node's z of z.a - (mu/2)||z_free||^2: free entries clip((a - tau)/mu, 0, 1)."""
+        if mu <= 0:
+            return self._greedy(fixed, a).astype(float)
+        s = self.problem.s
+        if self.problem.common_support:
+            state = fixed[0]
+            z = (state == IN).astype(float)
+            free = state == FREE
+            z[free] = _capped(a.sum(axis=0)[free] / mu, s - int((state == IN).sum()))
+            return np.repeat(z[None], fixed.shape[0], axis=0)
+        z = (fixed == IN).astype(float)
+        for k in range(fixed.shape[0]):
+            free = fixed[k] == FREE
+            z[k, free] = _capped(a[k, free] / mu, s - int((fixed[k] == IN).sum()))
+        return z
 
     def _slopes(self, r: np.ndarray) -> np.ndarray:
         problem = self.problem
@@ -205,6 +273,28 @@ class _Search:
             free = np.flatnonzero(fixed[k] == FREE)
             chosen[k, free[np.argsort(-weight[k, free], kind="stable")[:s - int(chosen[k].sum())]]] = True
         return chosen
+
+
+def _capped(scores: np.ndarray, budget: int) -> np.ndarray:
+    """clip(scores - t, 0, 1) with the least t >= 0 keeping the sum <= budget, exactly.
+
+    The sum is piecewise linear and decreasing in t with breaks at the scores and
+    the scores - 1; it is evaluated at every break (sorted scores, prefix sums) and
+    interpolated on the segment that crosses the budget.
+    """
+    z = np.clip(scores, 0.0, 1.0)
+    if z.sum() <= budget:
+        return z
+    w = np.sort(scores)
+    prefix = np.concatenate([[0.0], np.cumsum(w)])
+    breaks = np.unique(np.concatenate([[0.0], w, w - 1.0]))
+    breaks = breaks[breaks >= 0.0]
+    ones = np.searchsorted(w, breaks + 1.0, side="left")      # w[ones:] >= t + 1
+    partial = np.searchsorted(w, breaks, side="right")        # w[partial:ones] in (t, t + 1)
+    total = (len(w) - ones) + (prefix[ones] - prefix[partial]) - (ones - partial) * breaks
+    i = int(np.searchsorted(-total, -budget, side="left"))    # total[i - 1] > budget >= total[i]
+    t = breaks[i - 1] + (total[i - 1] - budget) * (breaks[i] - breaks[i - 1]) / (total[i - 1] - total[i])
+    return np.clip(scores - t, 0.0, 1.0)
 
 
 class _Pruned(Exception):
