@@ -17,7 +17,8 @@ the certified optimum.  Sections:
 1. grid: p x K x n_k x lambda_ridge (reduced by default; ``--full`` runs the
    issue's whole grid: p in {50, 100, 200, 500, 1000}, K in {2, 5}, s in {5, 10},
    n_k in {100, 500}, lambda_ridge in {1e-3, 1e-1}; ``--instance p,K,s,n_k,lambda_ridge``
-   runs chosen rows, e.g. at a longer time limit);
+   runs chosen rows, e.g. at a longer time limit; ``--variant l0l2`` or ``cs_l2``
+   drops the Zbar term, and ``--paths ... bnb`` adds our branch and bound);
 2. agreement: the three paths' objectives on 10 instances with K=3, p=30, s=5;
 3. K = 1 against OKRidge (``pip install okridge``; skipped when missing): the
    same cardinality-constrained ridge problem (OKRidge's lambda2 = n lambda_ridge),
@@ -55,6 +56,7 @@ PATHS = {
     "oa-scip": solve_oa_single_tree,
     "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start),
 }
+GRID_PATHS = {**PATHS, "bnb": solve_bnb}   # bnb models no Zbar term: grid with --variant l0l2 or cs_l2
 REL_GAP = 1e-4
 
 
@@ -120,13 +122,15 @@ def grid(args):
         configs = [(50, 3, 5, 100, 1e-3), (50, 3, 5, 100, 1e-1), (100, 2, 5, 100, 1e-3),
                    (100, 5, 5, 500, 1e-3), (200, 5, 5, 500, 1e-3), (200, 5, 5, 500, 1e-1),
                    (500, 2, 5, 500, 1e-3), (1000, 2, 5, 500, 1e-1)]
-    print(f"## 1. Time to rel_gap {REL_GAP:g} (limit {args.time_limit:g} s), zbar_l2, "
-          f"lambda_zbar=0.01, SNR {args.snr:g}\n")
-    paths = {name: PATHS[name] for name in args.paths}
+    zbar = ", lambda_zbar=0.01" if args.variant.startswith("zbar") else ""
+    print(f"## 1. Time to rel_gap {REL_GAP:g} (limit {args.time_limit:g} s), {args.variant}{zbar}, "
+          f"SNR {args.snr:g}\n")
+    paths = {name: GRID_PATHS[name] for name in args.paths}
     print("| p | K | s | n_k | lambda_ridge | bcd s | " + " | ".join(paths) + " | bcd opt |")
     print("|---|---|---|---|---|---|" + "---|" * len(paths) + "---|")
     for p, K, s, n, lr in tqdm(configs, desc="grid", unit="instance", leave=False):
-        problem = problem_for(demo_data(p, K, n, snr=args.snr, seed=args.seed), s=s, lambda_ridge=lr)
+        problem = problem_for(demo_data(p, K, n, snr=args.snr, seed=args.seed), s=s, lambda_ridge=lr,
+                              variant=args.variant)
         bcd_time, bcd_objective, out = run_paths(problem, args.time_limit, paths)
         proven = [e for e in out.values() if e[1] == "optimal"]
         bcd_opt = ("yes" if proven and bcd_objective <= min(e[2] for e in proven) * (1 + 1e-9)
@@ -212,13 +216,17 @@ def main(argv=None):
     parser.add_argument("--snr", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--full", action="store_true", help="the issue's whole grid (hours with every path)")
-    parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS),
-                        help="exact paths of the grid section")
+    parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(GRID_PATHS),
+                        help="exact paths of the grid section (bnb needs --variant l0l2 or cs_l2)")
+    parser.add_argument("--variant", default="zbar_l2", choices=["zbar_l2", "l0l2", "cs_l2"],
+                        help="objective of the grid section")
     parser.add_argument("--instance", type=grid_instance, action="append",
                         help="a grid row p,K,s,n_k,lambda_ridge (repeatable; replaces the grid)")
     parser.add_argument("--sections", nargs="+", default=["grid", "agreement", "okridge"],
                         choices=["grid", "agreement", "okridge"])
     args = parser.parse_args(argv)
+    if "bnb" in args.paths and args.variant == "zbar_l2":
+        parser.error("bnb models no Zbar term: add --variant l0l2 or --variant cs_l2")
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)
     for section in args.sections:
