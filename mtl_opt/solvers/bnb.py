@@ -40,6 +40,7 @@ from dataclasses import replace
 import numpy as np
 import scipy.optimize
 
+from .. import __version__
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
@@ -62,88 +63,70 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
     Without a common support the tasks share nothing (no Bbar, no Zbar), so each
-    gets its own tree, in turn, with an equal share of the time left: one joint
-    tree would branch over the product of the tasks' trees.  Bounds and
-    objectives add up, and so do gaps: each task closed to ``rel_gap`` closes the
-    sum to it.
+    gets its own tree: one joint tree would branch over the product of theirs.
+    Bounds and objectives add up; each step expands a node of the task with the
+    widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``.
     """
     if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
         raise InvalidParameterError(
             "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
             "lambda_bbar = 0); use solver='oa', which models both.")
-    if problem.common_support or problem.n_tasks == 1:
-        return _tree(problem, options, incumbent, node_iterations)
-    start, K, parts = time.perf_counter(), problem.n_tasks, []
-    for k in range(K):
-        task = replace(problem, Xs=problem.Xs[k:k + 1], ys=problem.ys[k:k + 1],
-                       x_means=problem.x_means[k:k + 1], y_means=problem.y_means[k:k + 1])
-        share = options.with_updates(abs_gap=options.abs_gap / K)
-        if options.time_limit is not None:
-            left = options.time_limit - (time.perf_counter() - start)
-            share = share.with_updates(time_limit=max(left / (K - k), 1e-6))
-        parts.append(_tree(task, share, incumbent[k:k + 1], node_iterations))
-    B = np.vstack([part.B for part in parts])
-    objective, lower = problem.objective(B), float(sum(part.lower_bound for part in parts))
-    closed = relative_gap(objective, lower) <= options.rel_gap or objective - lower <= options.abs_gap
-    status = "optimal" if closed else "time_limit"
-    row = {"iteration": sum(part.native["nodes"] for part in parts), "lower_bound": lower,
-           "incumbent": objective, "gap": relative_gap(objective, lower),
-           "cuts": sum(part.native["open_nodes"] for part in parts),
-           "time": time.perf_counter() - start, "master_status": f"{K} task trees"}
-    return ExactSolve(B, objective, lower, status, [row],
-                      {"solver": "branch and bound (perspective dual)", "solver_version": "mtl_opt",
-                       "nodes": row["iteration"], "open_nodes": row["cuts"]})
-
-
-def _tree(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray,
-          node_iterations: int) -> ExactSolve:
-    """One best-first search over the supports of ``problem``."""
     start = time.perf_counter()
-    search = _Search(problem, node_iterations)
-    search.offer(problem.refit(incumbent != 0))
-    search.push(np.full(incumbent.shape, FREE, dtype=np.int8), np.concatenate(problem.ys))
+    if problem.common_support:
+        parts = [(problem, incumbent)]
+    else:
+        parts = [(replace(problem, Xs=problem.Xs[k:k + 1], ys=problem.ys[k:k + 1],
+                          x_means=problem.x_means[k:k + 1], y_means=problem.y_means[k:k + 1]),
+                  incumbent[k:k + 1]) for k in range(problem.n_tasks)]
+    searches = [_Search(part, node_iterations, start_from) for part, start_from in parts]
     status, explored = "optimal", 0
-    while search.heap:
-        if search.gap_closed(options):
+    while True:
+        lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
+        if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
             break
         if options.time_limit is not None and time.perf_counter() - start >= options.time_limit:
             status = "time_limit"
             break
-        bound, _, fixed, r = heapq.heappop(search.heap)
-        if bound >= search.upper:
-            continue
-        explored += 1
-        search.branch(fixed, r)
+        explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
         if options.verbose and explored % 10 == 1:
-            print(_format_row(search.row(explored, start), header=explored == 1), flush=True)
-    row = search.row(explored, start)
-    return ExactSolve(search.best, search.upper, row["lower_bound"], status, [row],
-                      {"solver": "branch and bound (perspective dual)", "solver_version": "mtl_opt",
-                       "nodes": explored, "open_nodes": len(search.heap)})
+            print(_format_row(_row(searches, explored, start), header=explored == 1), flush=True)
+    row = _row(searches, explored, start)
+    B = np.vstack([s.best for s in searches])
+    return ExactSolve(B, problem.objective(B), row["lower_bound"], status, [row],
+                      {"solver": "mtl_opt", "solver_version": __version__,
+                       "nodes": explored, "open_nodes": row["cuts"]})
+
+
+def _row(searches, explored: int, start: float) -> dict:
+    """A log row: nodes expanded, summed bounds, gap; "cuts" holds the open nodes."""
+    lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
+    return {"iteration": explored, "lower_bound": lower, "incumbent": upper,
+            "gap": relative_gap(upper, lower), "cuts": sum(len(s.heap) for s in searches),
+            "time": time.perf_counter() - start, "master_status": "branch and bound"}
 
 
 class _Search:
-    """The open nodes (a heap by bound), the incumbent, and how one node is bounded and split."""
+    """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split."""
 
-    def __init__(self, problem: SparseProblem, node_iterations: int):
+    def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray):
         self.problem, self.node_iterations = problem, node_iterations
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys])   # task k's residuals: ends[k]:ends[k+1]
         self.heap, self.counter = [], itertools.count()
         self.best, self.upper = None, np.inf
+        self.offer(problem.refit(incumbent != 0))
+        self.push(np.full(incumbent.shape, FREE, dtype=np.int8), np.concatenate(problem.ys))
 
     def lower(self) -> float:
-        """The proven global lower bound: the smallest open bound (the incumbent when none is open)."""
+        """The proven lower bound: the smallest open bound (the incumbent when none is open)."""
         return min(self.heap[0][0], self.upper) if self.heap else self.upper
 
-    def gap_closed(self, options: SolveOptions) -> bool:
-        lower = self.lower()
-        return relative_gap(self.upper, lower) <= options.rel_gap or self.upper - lower <= options.abs_gap
-
-    def row(self, explored: int, start: float) -> dict:
-        """A log row: nodes explored, bounds, gap; "cuts" holds the open nodes."""
-        return {"iteration": explored, "lower_bound": self.lower(), "incumbent": self.upper,
-                "gap": relative_gap(self.upper, self.lower()), "cuts": len(self.heap),
-                "time": time.perf_counter() - start, "master_status": "branch and bound"}
+    def expand(self) -> int:
+        """Branch the open node with the smallest bound (1), or drop it if the incumbent beats it (0)."""
+        bound, _, fixed, r = heapq.heappop(self.heap)
+        if bound >= self.upper:
+            return 0
+        self.branch(fixed, r)
+        return 1
 
     def offer(self, B: np.ndarray) -> None:
         value = self.problem.objective(B)
