@@ -230,8 +230,6 @@ class _Search:
 
     def _smoothed(self, fixed: np.ndarray, a: np.ndarray, mu: float) -> np.ndarray:
         """argmax over the node's z of z.a - (mu/2)||z_free||^2: free entries clip((a - tau)/mu, 0, 1)."""
-        if mu <= 0:
-            return self._greedy(fixed, a).astype(float)
         s = self.problem.s
         if self.problem.common_support:
             state = fixed[0]
