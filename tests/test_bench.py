@@ -148,6 +148,9 @@ def test_solvers_that_cannot_take_an_instance_say_why():
     assert why("bcd", "sparse_mtl", lambda_ridge=0.0) is None
     assert "lambda_ridge > 0" in why("oa-highs", "sparse_mtl", lambda_ridge=0.0)
     assert why("miqp-scip", "sparse_mtl", lambda_ridge=0.1) is None
+    assert why("bnb", "sparse_mtl", variant="l0l2", lambda_ridge=0.1) is None
+    assert "no Zbar or Bbar" in why("bnb", "sparse_mtl", lambda_ridge=0.1, lambda_zbar=0.01)
+    assert "lambda_ridge > 0" in why("bnb", "sparse_mtl", variant="l0l2", lambda_ridge=0.0)
     assert "no SCIP model" in why("armul-scip", "armul", structure="lowrank", n_components=2)
     assert "squared loss" in why("armul-scip", "armul", structure="clustered", loss="logistic")
     assert why("armul-scip", "armul", structure="vanilla", loss="logistic") is None
