@@ -230,18 +230,9 @@ class _Search:
 
     def _smoothed(self, fixed: np.ndarray, a: np.ndarray, mu: float) -> np.ndarray:
         """argmax over the node's z of z.a - (mu/2)||z_free||^2: free entries clip((a - tau)/mu, 0, 1)."""
-        s = self.problem.s
-        if self.problem.common_support:
-            state = fixed[0]
-            z = (state == IN).astype(float)
-            free = state == FREE
-            z[free] = _capped(a.sum(axis=0)[free] / mu, s - int((state == IN).sum()))
-            return np.repeat(z[None], fixed.shape[0], axis=0)
-        z = (fixed == IN).astype(float)
-        for k in range(fixed.shape[0]):
-            free = fixed[k] == FREE
-            z[k, free] = _capped(a[k, free] / mu, s - int((fixed[k] == IN).sum()))
-        return z
+        def fill(z, free, weight, budget):
+            z[free] = _capped(weight[free] / mu, budget)
+        return self._per_row(fixed, a, fill)
 
     def _slopes(self, r: np.ndarray) -> np.ndarray:
         problem = self.problem
@@ -250,18 +241,21 @@ class _Search:
 
     def _greedy(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The node's worst z: its fixed-in entries plus the heaviest free ones."""
+        def fill(z, free, weight, budget):
+            z[np.flatnonzero(free)[np.argsort(-weight[free], kind="stable")[:budget]]] = 1.0
+        return self._per_row(fixed, weight, fill) > 0.5
+
+    def _per_row(self, fixed: np.ndarray, weight: np.ndarray, fill) -> np.ndarray:
+        """z with the fixed-in entries at 1 and ``fill(z, free, weight, budget)`` choosing the free ones,
+        per task, or once over the columns (weights summed over tasks) for common supports."""
         s = self.problem.s
-        if self.problem.common_support:
-            column, state = weight.sum(axis=0), fixed[0]
-            chosen = state == IN
-            free = np.flatnonzero(state == FREE)
-            chosen[free[np.argsort(-column[free], kind="stable")[:s - int(chosen.sum())]]] = True
-            return np.repeat(chosen[None], fixed.shape[0], axis=0)
-        chosen = fixed == IN
-        for k in range(fixed.shape[0]):
-            free = np.flatnonzero(fixed[k] == FREE)
-            chosen[k, free[np.argsort(-weight[k, free], kind="stable")[:s - int(chosen[k].sum())]]] = True
-        return chosen
+        rows = [(fixed[0], weight.sum(axis=0))] if self.problem.common_support else zip(fixed, weight)
+        z = []
+        for state, row_weight in rows:
+            row = (state == IN).astype(float)
+            fill(row, state == FREE, row_weight, s - int((state == IN).sum()))
+            z.append(row)
+        return np.repeat(z, fixed.shape[0], axis=0) if self.problem.common_support else np.array(z)
 
 
 def _capped(scores: np.ndarray, budget: int) -> np.ndarray:
