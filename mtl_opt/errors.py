@@ -18,6 +18,10 @@ class InvalidParameterError(MTLOptError, ValueError):
     """A hyperparameter or option has the wrong type or is out of range."""
 
 
+class DivergenceError(InvalidParameterError):
+    """An iterative learner's values stopped being finite: its step sizes are too large for the data."""
+
+
 class InstanceFileError(MTLOptError, ValueError):
     """An instance file cannot be read, has unknown keys or bad values."""
 

@@ -13,11 +13,11 @@ from mtl_opt.bandits.club import CLUB, SCLUB, confidence_width
 from mtl_opt.bandits.linucb import Ridge
 from mtl_opt.bandits.metaban import MetaBan, infer_groups
 from mtl_opt.bandits.mlp import MLP
-from mtl_opt.bandits.neural_ucb import NeuUCBInd
+from mtl_opt.bandits.neural_ucb import NeuUCBInd, NeuUCBOne
 from mtl_opt.bandits.rec_envs import DigitsEnv, MovieLensEnv, SyntheticGroups, block_arms
 from mtl_opt.bandits.registry import POLICIES, build
 from mtl_opt.cli import main
-from mtl_opt.errors import InvalidParameterError
+from mtl_opt.errors import DivergenceError, InvalidParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
 POLICY_NAMES = ["metaban", "linucb_one", "linucb_ind", "club", "sclub", "neuucb_one", "neuucb_ind"]
@@ -80,6 +80,24 @@ def test_ucb_rule_picks_argmax_of_mean_plus_alpha_bonus():
     assert ucb_argmax(mean, bonus, 0.5) == 1       # 0.5, 0.55, 0.4
     assert ucb_argmax(mean, bonus, 2.0) == 2       # 0.5, 0.85, 1.3
     assert ucb_argmax(np.array([1.0, 1.0]), np.zeros(2), 1.0) == 0
+
+
+@pytest.mark.parametrize("mean, bonus", [([0.1, np.nan], [0.0, 0.0]), ([0.1, 0.2], [np.inf, 0.0])])
+def test_ucb_rule_refuses_non_finite_scores(mean, bonus):
+    """np.argmax would return the first NaN as if it were the best arm."""
+    with pytest.raises(DivergenceError, match="diverged"):
+        ucb_argmax(np.array(mean), np.array(bonus), 0.5)
+
+
+def test_diverging_policy_stops_the_run_with_its_name_and_round(tmp_path):
+    """A learning rate of 50 makes NeuralUCB's network overflow within a few rounds."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        with pytest.raises(DivergenceError, match=r"policy 'neuucb_one', round \d+: .*Lower its step sizes"):
+            run_bandit(SyntheticGroups(n_users=20), NeuUCBOne(lr=50.0), horizon=200, progress=False)
+        path = tmp_path / "diverge.toml"
+        path.write_text('[environment]\nkind = "synthetic_groups"\nn_users = 20\n'
+                        '[policies]\nneuucb_one = { lr = 50.0 }\n[run]\nhorizon = 200\n')
+        assert main(["bandit", str(path), "--quiet"]) == 2
 
 
 def test_metaban_selects_argmax_of_its_scores():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import DivergenceError, InvalidParameterError
 from ..estimators.base import Interval
 
 POSITIVE = [Interval(0, None, open_low=True)]
@@ -28,8 +28,16 @@ def check_params(obj, constraints: dict) -> None:
 
 
 def ucb_argmax(mean: np.ndarray, bonus: np.ndarray, alpha: float) -> int:
-    """Index of the largest ``mean + alpha * bonus`` (first one on ties)."""
-    return int(np.argmax(np.asarray(mean) + alpha * np.asarray(bonus)))
+    """Index of the largest ``mean + alpha * bonus`` (first one on ties).
+
+    Non-finite scores mean the policy's training diverged; argmax would then
+    quietly pick the first NaN, so this raises ``DivergenceError`` instead.
+    """
+    scores = np.asarray(mean) + alpha * np.asarray(bonus)
+    if not np.isfinite(scores).all():
+        raise DivergenceError("the UCB scores are not finite: the policy's training diverged. "
+                              "Lower its step sizes (lr, user_lr, meta_lr) or its lam.")
+    return int(np.argmax(scores))
 
 
 class History:

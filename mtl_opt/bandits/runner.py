@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm import tqdm
 
-from ..errors import InvalidParameterError
+from ..errors import DivergenceError, InvalidParameterError
 from ..plotting import pyplot
 from .base import Environment, Policy
 
@@ -65,7 +65,10 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial:
         round_ = env.next_round(env_rng)
         if len(round_.users) == 0:
             continue
-        arms = np.asarray(policy.select(round_), dtype=int)
+        try:
+            arms = np.asarray(policy.select(round_), dtype=int)
+        except DivergenceError as err:
+            raise DivergenceError(f"policy {policy.name!r}, round {t + 1}: {err}") from None
         if arms.shape != round_.users.shape or arms.min() < 0 or arms.max() >= env.n_arms:
             raise InvalidParameterError(f"policy {policy.name!r} returned invalid arms {arms!r} "
                                         f"for {len(round_.users)} users and {env.n_arms} arms.")
