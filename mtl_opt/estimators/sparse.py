@@ -110,6 +110,10 @@ class SparseMTL(MTLEstimator):
         self.seed = seed
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
+        if self.solver in ("bcd", "bnb") and self.backend is not None:
+            raise InvalidParameterError(
+                f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
+                f"solver={self.solver!r} runs in mtl_opt itself.")
         problem, scaler, data = self._problem(data)
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
@@ -119,10 +123,6 @@ class SparseMTL(MTLEstimator):
         B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter,
                                  local_search=self.local_search)
         self.n_iter_ = n_iter
-        if self.solver in ("bcd", "bnb") and self.backend is not None:
-            raise InvalidParameterError(
-                f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
-                f"solver={self.solver!r} runs in mtl_opt itself.")
         if self.solver == "bcd":
             return self._result(problem, scaler, data, B, None, "heuristic", "bcd (mtl_opt)",
                                 __version__, log, {})
