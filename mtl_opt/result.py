@@ -47,11 +47,45 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     return gap / max(abs(float(objective)), 1e-12)
 
 
+#: Relative rounding margin of the bound guard: a lower bound may exceed the float64 objective
+#: by at most this (times max(|objective|, tiny)) and is then clipped to the objective; beyond it
+#: the bound is a detected numerical failure and is dropped (``checked_bound``).
+BOUND_ROUNDING_MARGIN = 1e-9
+
+
+def checked_bound(objective: float | None, lower_bound: float | None
+                  ) -> tuple[float | None, str | None]:
+    """The guard against an invalid certificate: ``(bound to report, failure message or None)``.
+
+    The objective is the value of a feasible estimate, so no valid lower bound exceeds it.  A
+    bound within the rounding margin above it is clipped to it; a bound further above it, a
+    non-finite objective or a NaN / +inf bound is a detected numerical failure: the bound is
+    dropped (None) and the message says why.  ``FitResult`` applies this to every result, so no
+    path can report ``optimal`` with a bound above its objective.
+    """
+    if lower_bound is None:
+        return None, None
+    lower_bound = float(lower_bound)
+    if objective is None or not math.isfinite(float(objective)):
+        return None, f"bound {lower_bound!r} dropped: the objective is {objective!r}, not a finite number"
+    objective = float(objective)
+    if math.isnan(lower_bound) or lower_bound == math.inf:
+        return None, f"bound {lower_bound!r} dropped: not a number below the objective"
+    if lower_bound <= objective:
+        return lower_bound, None
+    if lower_bound - objective <= BOUND_ROUNDING_MARGIN * max(abs(objective), 1e-300):
+        return objective, None
+    return None, (f"numerical failure detected: the lower bound {lower_bound!r} is above the "
+                  f"objective {objective!r} of a feasible estimate (relative excess "
+                  f"{(lower_bound - objective) / max(abs(objective), 1e-300):.3g}); the bound "
+                  f"was dropped and no optimality is claimed")
+
+
 def certified_status(objective: float, lower_bound: float | None, rel_gap_tol: float) -> str:
     """``optimal`` when the proven relative gap is within ``rel_gap_tol``; ``gap_limit`` when a
     bound is proven but the gap is wider (e.g. SCIP stopped at its own, differently measured,
-    gap); ``heuristic`` without a bound."""
-    gap = relative_gap(objective, lower_bound)
+    gap); ``heuristic`` without a bound or with one the guard (``checked_bound``) rejects."""
+    gap = relative_gap(objective, checked_bound(objective, lower_bound)[0])
     if gap is None:
         return "heuristic"
     return "optimal" if gap <= rel_gap_tol else "gap_limit"
@@ -90,6 +124,11 @@ class FitResult:
         The hyperparameters used.
     extra : dict
         Method-specific arrays or numbers (e.g. MOLAR's global coefficients).
+    warnings : list of str
+        What went wrong but did not stop the fit, e.g. a bound the guard dropped.
+
+    Every result passes ``checked_bound`` when built: a bound above the objective is dropped
+    (with a warning) and an ``optimal`` or ``gap_limit`` status then becomes ``heuristic``.
     """
 
     method: str
@@ -109,12 +148,19 @@ class FitResult:
     feature_names: list = field(default_factory=list)
     params: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    warnings: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in STATUSES:
             raise InvalidDataError(f"FitResult status must be one of {STATUSES}; got {self.status!r}.")
         self.coef = np.asarray(self.coef, dtype=float)
         self.intercept = np.asarray(self.intercept, dtype=float)
+        self.lower_bound, failure = checked_bound(self.objective, self.lower_bound)
+        if failure is not None:
+            self.warnings = [*self.warnings, failure]
+            self.bound_source = None
+            if self.status in ("optimal", "gap_limit"):
+                self.status = "heuristic"
 
     @property
     def abs_gap(self) -> float | None:
@@ -147,7 +193,7 @@ class FitResult:
             ("Gap", gap_text),
             ("Solver", f"{self.solver} {self.solver_version}".strip() or "none"),
             ("Time", f"{self.wall_time:.3g} s"),
-        ]
+        ] + [("Warning", text) for text in self.warnings]
         return "\n".join(f"  {key:<12} {value}" for key, value in rows)
 
     def to_dict(self) -> dict[str, Any]:
