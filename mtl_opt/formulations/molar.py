@@ -85,10 +85,14 @@ def median_objective(z, values, weights) -> float:
 def median_dual_point(values, weights, z) -> np.ndarray:
     """The dual point of (D) matching a weighted median z: u = w sign(b - z), ties take the balance.
 
-    Where z is a weighted median the balance fits within the ties' weights and
+    z is first moved to the nearest value of its covariate (a solver's median
+    may sit a rounding error off it; an optimum is always attained at a value).
+    Where that is a weighted median the balance fits within the ties' weights and
     the bound equals the objective; elsewhere ``project_dual`` keeps u feasible.
     """
     values = np.asarray(values, dtype=float)
+    nearest = np.argmin(np.abs(values - np.asarray(z, dtype=float)[None, :]), axis=0)
+    z = values[nearest, np.arange(values.shape[1])]
     w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
     u = w * np.sign(values - z[None, :])
     tie = values == z[None, :]
