@@ -65,12 +65,13 @@ class MOLAR(MTLEstimator):
     Notes
     -----
     The certificate: ``lower_bound`` is the dual objective of a dual feasible
-    point (|u_mk| <= w_m, sum_m u_mk = 0), built from the median itself (closed
-    form) or from the LP's duals, evaluated on data centred at the median and
-    lowered by a rigorous bound on its rounding error, so it holds at any common
-    level of the data (e.g. intercepts ~1e9); it proves how far the reported
-    global estimate is from the optimal weighted-median objective.  The LP is
-    solved with each covariate centred and scaled to [-1, 1].
+    point (|u_mk| <= w_m, sum_m u_mk = 0), built from the median itself (with
+    ``median="lp"`` also from the LP's duals; the higher bound is reported),
+    evaluated on data centred at the median and lowered by a rigorous bound on
+    its rounding error, so it holds at any common level of the data (e.g.
+    intercepts ~1e9); it proves how far the reported global estimate is from
+    the optimal weighted-median objective.  The LP is solved with each
+    covariate centred and scaled to [-1, 1].
     Thresholding is a closed-form map and has no optimization gap.
     Requires n_m > d in every task (OLS); for d > n_m use ``MOLARHighDim``
     (LASSO debiasing, Appendix E), for 0/1 labels ``MOLARLogistic`` (Appendix G).
@@ -340,8 +341,10 @@ def _median_by_lp(local, weights, backend_name, options) -> _Median:
     except SolverError:
         pass
     else:
-        u_unit = [[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(d)] for i in range(M)]
+        u_unit = [[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(d)]
+                  for i in range(M)]
         u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
-        bounds.append((formulation.dual_bound(u, local, weights, z), f"{run.solver} LP duals made dual feasible"))
+        bounds.append((formulation.dual_bound(u, local, weights, z),
+                       f"{run.solver} LP duals made dual feasible"))
     bound, source = max(bounds)
     return _Median(z, bound, source, status, run.solver, run.solver_version, dict(run.native))

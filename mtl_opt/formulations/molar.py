@@ -77,7 +77,11 @@ def weighted_median(values, weights, axis: int = 0) -> np.ndarray:
 
 
 def median_objective(z, values, weights) -> float:
-    """sum_k sum_m w_m |z_k - values_mk| for values (M, d), weights (M,), z (d,)."""
+    """sum_k sum_m w_m |z_k - values_mk| for values (M, d), weights (M,), z (d,).
+
+    Accurate at any common level of the data: each term rounds relative to
+    |values_mk - z_k| and the terms are non-negative, so nothing cancels.
+    """
     values = np.asarray(values, dtype=float)
     return float(np.sum(np.asarray(weights, dtype=float)[:, None] * np.abs(values - z[None, :])))
 
@@ -137,7 +141,8 @@ def dual_bound(u, values, weights, z) -> float:
     cannot cancel.  The computed sum is then lowered by a rigorous bound on its
     rounding error: each term rounds twice and the sum N - 1 times, so the error
     is at most gamma_{N+1} sum |u (b - c)| (Higham, Accuracy and Stability, Lemma
-    3.1), gamma_n = n u / (1 - n u); r_k is summed exactly rounded (math.fsum).
+    3.1), gamma_n = n eps / (1 - n eps) with eps = 2^-53 the unit roundoff; r_k
+    is summed exactly rounded (math.fsum).
     The factors 2 gamma_{N+3} and 1 + 2 gamma_{N+3} (N = M d) also cover the few
     roundings of the correction itself, and the last subtraction is rounded down.
     """
@@ -199,6 +204,7 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     ``upper[m, k]: dev + z >= b`` and ``lower[m, k]: dev - z >= -b``, objective
     ``obj``.  Both duals are >= 0 (Pyomo's sign convention for a ``>=`` row
     written this way); the dual of ``upper`` minus that of ``lower`` is a point of (D).
+    Hand it the data in a ``MedianFrame`` so that solver tolerances are relative.
     """
     values = np.asarray(values, dtype=float)
     weights = np.asarray(weights, dtype=float)
