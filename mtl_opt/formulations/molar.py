@@ -144,7 +144,8 @@ def dual_bound(u, values, weights, z) -> float:
     3.1), gamma_n = n eps / (1 - n eps) with eps = 2^-53 the unit roundoff; r_k
     is summed exactly rounded (math.fsum).
     The factors 2 gamma_{N+3} and 1 + 2 gamma_{N+3} (N = M d) also cover the few
-    roundings of the correction itself, and the last subtraction is rounded down.
+    roundings of the correction itself, 2 (N + 3) smallest subnormals cover
+    underflow, and the last subtraction is rounded down.
     """
     values = np.asarray(values, dtype=float)
     w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
@@ -156,7 +157,8 @@ def dual_bound(u, values, weights, z) -> float:
     reach = np.where(residual > 0, high - centre, centre - low)
     n = values.size + 3
     gamma = n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
-    slack = 2 * gamma * np.abs(terms).sum() + (1 + 2 * gamma) * np.sum(reach * np.abs(residual))
+    slack = (2 * gamma * np.abs(terms).sum() + (1 + 2 * gamma) * np.sum(reach * np.abs(residual))
+             + 2 * n * np.finfo(float).smallest_subnormal)
     return float(np.nextafter(terms.sum() - slack, -np.inf))
 
 
