@@ -38,7 +38,7 @@ def test_closed_form_is_a_minimizer_and_its_dual_certifies_it(seed, M, d, ties):
     u = F.median_dual_point(values, weights, z)
     assert np.all(np.abs(u) <= weights[:, None] * (1 + 1e-12))
     assert np.allclose(u.sum(axis=0), 0, atol=1e-9)
-    objective, bound = F.median_objective(z, values, weights), F.dual_bound(u, values)
+    objective, bound = F.median_objective(z, values, weights), F.dual_bound(u, values, weights, z)
     assert bound <= objective + 1e-9
     assert objective - bound <= 1e-9 * max(1.0, objective)
 
@@ -111,7 +111,7 @@ def test_lp_duals_give_a_tight_valid_bound(backend):
     duals = get_backend(backend).load_duals(model, run)
     u = np.array([[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(4)]
                   for i in range(9)])
-    bound = F.dual_bound(F.project_dual(u, weights), values)
+    bound = F.dual_bound(F.project_dual(u, weights), values, weights, z)
     optimum = sum(brute_force_minimum(values[:, k], weights) for k in range(4))
     assert bound <= optimum + 1e-9
     assert optimum - bound <= 1e-7 * optimum

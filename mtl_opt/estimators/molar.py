@@ -65,9 +65,13 @@ class MOLAR(MTLEstimator):
     Notes
     -----
     The certificate: ``lower_bound`` is the dual objective of a dual feasible
-    point (|u_mk| <= w_m, sum_m u_mk = 0) evaluated in float64, built from the
-    median itself (closed form) or from the LP's duals; it proves how far the
-    reported global estimate is from the optimal weighted-median objective.
+    point (|u_mk| <= w_m, sum_m u_mk = 0), built from the median itself (with
+    ``median="lp"`` also from the LP's duals; the higher bound is reported),
+    evaluated on data centred at the median and lowered by a rigorous bound on
+    its rounding error, so it holds at any common level of the data (e.g.
+    intercepts ~1e9); it proves how far the reported global estimate is from
+    the optimal weighted-median objective.  The LP is solved with each
+    covariate centred and scaled to [-1, 1].
     Thresholding is a closed-form map and has no optimization gap.
     Requires n_m > d in every task (OLS); for d > n_m use ``MOLARHighDim``
     (LASSO debiasing, Appendix E), for 0/1 labels ``MOLARLogistic`` (Appendix G).
@@ -302,30 +306,45 @@ class _Median(NamedTuple):
 
 def _median_closed_form(local, weights) -> _Median:
     z = formulation.weighted_median(local, weights, axis=0)
-    bound = formulation.dual_bound(formulation.median_dual_point(local, weights, z), local)
-    return _Median(z, bound, "dual feasible point built from the median", "optimal",
-                   "numpy", np.__version__, {})
+    return _Median(z, *_median_point_bound(local, weights, z), "optimal", "numpy", np.__version__, {})
+
+
+def _median_point_bound(local, weights, z) -> tuple[float, str]:
+    """The safe bound of the dual point built from the median z, and its source."""
+    u = formulation.median_dual_point(local, weights, z)
+    return formulation.dual_bound(u, local, weights, z), "dual feasible point built from the median"
 
 
 def _median_by_lp(local, weights, backend_name, options) -> _Median:
-    """Solve the weighted-median LP; the bound comes from its duals made feasible, else the solver."""
+    """Solve the weighted-median LP in its ``MedianFrame``; bound by the best of two dual points.
+
+    The LP's duals (made feasible) and the dual point built from its median are
+    both evaluated safely by ``dual_bound``; the better one is reported (the LP's
+    duals are only as accurate as the solver's dual tolerance, which is absolute,
+    and do not exist when the solve stopped early).  The solver's own bound is
+    never reported.
+    """
     backend = pick_backend("lp", backend_name)
-    model = formulation.build_median_lp(local, weights)
+    frame = formulation.MedianFrame.of(local, weights)
+    model = formulation.build_median_lp(*frame.to_unit(local, weights))
     run = backend.solve(model, "lp", options)
     if not run.has_solution:
         raise SolverError(
             f"{run.solver} returned no solution for the weighted-median LP (status {run.status}); "
             f"try median='closed_form' or another backend.")
     M, d = local.shape
-    z = np.array([model.z[k].value for k in range(d)], dtype=float)
+    z = frame.z_from_unit([model.z[k].value for k in range(d)])
     status = run.status if run.status in STATUSES else "error"
+    bounds = [_median_point_bound(local, weights, z)]
     try:
         duals = backend.load_duals(model, run)
     except SolverError:
-        return _Median(z, run.bound, f"{run.solver} dual bound", status, run.solver,
-                       run.solver_version, dict(run.native))
-    u = np.array([[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(d)]
-                  for i in range(M)])
-    bound = formulation.dual_bound(formulation.project_dual(u, weights), local)
-    return _Median(z, bound, f"{run.solver} LP duals made dual feasible", status, run.solver,
-                   run.solver_version, dict(run.native))
+        pass
+    else:
+        u_unit = [[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(d)]
+                  for i in range(M)]
+        u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
+        bounds.append((formulation.dual_bound(u, local, weights, z),
+                       f"{run.solver} LP duals made dual feasible"))
+    bound, source = max(bounds)
+    return _Median(z, bound, source, status, run.solver, run.solver_version, dict(run.native))

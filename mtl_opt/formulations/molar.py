@@ -13,7 +13,11 @@ Its LP form, with deviation variables dev_mk >= |z_k - b_mk|, is built by
 
 so any such u gives a lower bound; ``median_dual_point`` builds the optimal
 one for a weighted median, ``project_dual`` repairs solver duals into a
-feasible one.  Both bounds are evaluated here in float64.
+feasible one, and ``dual_bound`` evaluates it so that rounding can only lower
+it, at any common level of the data.  Solvers see the problem in a
+``MedianFrame``: each covariate centred and scaled to [-1, 1], the weights to
+at most 1 (the median is shift- and scale-equivariant), so their absolute
+tolerances are relative to the data.
 
 Thresholding (Algorithm 1 of the paper) then moves each task's coordinate to
 the global estimate when the two differ by less than
@@ -22,6 +26,9 @@ global estimate by that amount (soft).
 """
 
 from __future__ import annotations
+
+import math
+from typing import NamedTuple
 
 import numpy as np
 import pyomo.environ as pyo
@@ -70,7 +77,11 @@ def weighted_median(values, weights, axis: int = 0) -> np.ndarray:
 
 
 def median_objective(z, values, weights) -> float:
-    """sum_k sum_m w_m |z_k - values_mk| for values (M, d), weights (M,), z (d,)."""
+    """sum_k sum_m w_m |z_k - values_mk| for values (M, d), weights (M,), z (d,).
+
+    Accurate at any common level of the data: each term rounds relative to
+    |values_mk - z_k| and the terms are non-negative, so nothing cancels.
+    """
     values = np.asarray(values, dtype=float)
     return float(np.sum(np.asarray(weights, dtype=float)[:, None] * np.abs(values - z[None, :])))
 
@@ -78,10 +89,14 @@ def median_objective(z, values, weights) -> float:
 def median_dual_point(values, weights, z) -> np.ndarray:
     """The dual point of (D) matching a weighted median z: u = w sign(b - z), ties take the balance.
 
-    Where z is a weighted median the balance fits within the ties' weights and
+    z is first moved to the nearest value of its covariate (a solver's median
+    may sit a rounding error off it; an optimum is always attained at a value).
+    Where that is a weighted median the balance fits within the ties' weights and
     the bound equals the objective; elsewhere ``project_dual`` keeps u feasible.
     """
     values = np.asarray(values, dtype=float)
+    nearest = np.argmin(np.abs(values - np.asarray(z, dtype=float)[None, :]), axis=0)
+    z = values[nearest, np.arange(values.shape[1])]
     w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
     u = w * np.sign(values - z[None, :])
     tie = values == z[None, :]
@@ -107,9 +122,81 @@ def project_dual(u, weights) -> np.ndarray:
     return u - room * fraction[None, :]
 
 
-def dual_bound(u, values) -> float:
-    """The lower bound sum_mk u_mk b_mk given by a dual feasible u."""
-    return float(np.sum(u * np.asarray(values, dtype=float)))
+#: Unit roundoff of float64: each operation is exact up to a relative error of at most this.
+UNIT_ROUNDOFF = np.finfo(float).eps / 2
+
+
+def dual_bound(u, values, weights, z) -> float:
+    """A float no larger than the exact optimum of (P), from any u (clipped to |u_mk| <= w_m).
+
+    Weak duality with a centre c_k = z_k (clipped into the data range [lo_k, hi_k],
+    which holds a minimizer z*_k) gives, exactly, for the float data b:
+
+        OPT >= sum_mk u_mk (b_mk - c_k) - sum_k max((hi_k - c_k) r_k, (lo_k - c_k) r_k)
+
+    where r_k = sum_m u_mk is the dual infeasibility rounding leaves (a bounded
+    primal variable absorbs it, as in Neumaier and Shcherbina, "Safe bounds in
+    linear and mixed-integer programming", Math. Prog. 2004).  Centring at the
+    median keeps every term as small as the objective's, so a large common level
+    cannot cancel.  The computed sum is then lowered by a rigorous bound on its
+    rounding error: each term rounds twice and the sum N - 1 times, so the error
+    is at most gamma_{N+1} sum |u (b - c)| (Higham, Accuracy and Stability, Lemma
+    3.1), gamma_n = n eps / (1 - n eps) with eps = 2^-53 the unit roundoff; r_k
+    is summed exactly rounded (math.fsum).
+    The factors 2 gamma_{N+3} and 1 + 2 gamma_{N+3} (N = M d) also cover the few
+    roundings of the correction itself, 2 (N + 3) smallest subnormals cover
+    underflow, and the last subtraction is rounded down.
+    """
+    values = np.asarray(values, dtype=float)
+    w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
+    u = np.clip(np.asarray(u, dtype=float), -w, w)
+    low, high = values.min(axis=0), values.max(axis=0)
+    centre = np.clip(np.asarray(z, dtype=float), low, high)
+    terms = u * (values - centre[None, :])
+    residual = np.array([math.fsum(column) for column in u.T])
+    reach = np.where(residual > 0, high - centre, centre - low)
+    n = values.size + 3
+    gamma = n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
+    slack = (2 * gamma * np.abs(terms).sum() + (1 + 2 * gamma) * np.sum(reach * np.abs(residual))
+             + 2 * n * np.finfo(float).smallest_subnormal)
+    return float(np.nextafter(terms.sum() - slack, -np.inf))
+
+
+def _power_of_two_above(x):
+    """The power of two 2^e with x < 2^e <= 2 x (1 where x is 0): dividing by it is exact."""
+    return np.where(x > 0, np.ldexp(1.0, np.frexp(x)[1]), 1.0)
+
+
+class MedianFrame(NamedTuple):
+    """The coordinates in which a solver sees (P): ``(b - centre) / scale`` and ``w / weight_scale``.
+
+    The weighted median is shift- and scale-equivariant and (P)'s dual feasible
+    set does not involve the values, so a solution maps back as
+    ``z = centre + scale * z_unit`` and a dual point as ``u = weight_scale * u_unit``.
+    The scales are powers of two (exact), the centre the midrange of each covariate.
+    """
+
+    centre: np.ndarray
+    scale: np.ndarray
+    weight_scale: float
+
+    @classmethod
+    def of(cls, values, weights) -> MedianFrame:
+        values = np.asarray(values, dtype=float)
+        low, high = values.min(axis=0), values.max(axis=0)
+        centre = low / 2 + high / 2
+        return cls(centre, _power_of_two_above(np.maximum(high - centre, centre - low)),
+                   float(_power_of_two_above(np.max(weights))))
+
+    def to_unit(self, values, weights) -> tuple[np.ndarray, np.ndarray]:
+        return ((np.asarray(values, dtype=float) - self.centre) / self.scale,
+                np.asarray(weights, dtype=float) / self.weight_scale)
+
+    def z_from_unit(self, z_unit) -> np.ndarray:
+        return self.centre + self.scale * np.asarray(z_unit, dtype=float)
+
+    def dual_from_unit(self, u_unit) -> np.ndarray:
+        return self.weight_scale * np.asarray(u_unit, dtype=float)
 
 
 def build_median_lp(values, weights) -> pyo.ConcreteModel:
@@ -119,6 +206,7 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     ``upper[m, k]: dev + z >= b`` and ``lower[m, k]: dev - z >= -b``, objective
     ``obj``.  Both duals are >= 0 (Pyomo's sign convention for a ``>=`` row
     written this way); the dual of ``upper`` minus that of ``lower`` is a point of (D).
+    Hand it the data in a ``MedianFrame`` so that solver tolerances are relative.
     """
     values = np.asarray(values, dtype=float)
     weights = np.asarray(weights, dtype=float)
