@@ -103,60 +103,28 @@ def test_every_numeric_parameter_refuses_non_finite_values(case, bad):
         CASES[case](bad)
 
 
-BANDIT_FILE = """[environment]
-kind = "model_c"
-d = 3
-s = 1
-M = 2
-K = 2
-[policies]
-ols = {{}}
-[run]
-horizon = 5
-trials = 1
-{run}
-"""
-
-COLLAB_FILE = """[system]
-kind = "gaussian"
-n_agents = 3
-dim = 2
-[run]
-horizon = 3
-runs = 1
-{run}
-[methods]
-independent = {{}}
-"""
-
-
-def _run_key_cases():
-    for key in sorted(bandit_config.RUN_KEYS):
-        yield "bandit", key
-    for key in sorted(collab_config.RUN_KEYS - {"step"}):
-        yield "collab", key
+EXPERIMENTS = {  # the smallest experiment files; {run} is the [run] table
+    "bandit": (load_bandit_experiment, bandit_config.RUN_KEYS, {"horizon": 5, "trials": 1},
+               '[environment]\nkind = "model_c"\nd = 3\ns = 1\nM = 2\nK = 2\n'
+               "[policies]\nols = {{}}\n[run]\n{run}\n"),
+    "collab": (load_experiment, collab_config.RUN_KEYS - {"step"}, {"horizon": 3, "runs": 1, "alpha": 0.01},
+               '[system]\nkind = "gaussian"\nn_agents = 3\ndim = 2\n'
+               "[methods]\nindependent = {{}}\n[run]\n{run}\n"),
+}
 
 
 @pytest.mark.parametrize("bad", NON_FINITE, ids=["nan", "inf", "-inf"])
-@pytest.mark.parametrize("command, key", list(_run_key_cases()))
+@pytest.mark.parametrize("command, key", [(c, k) for c, e in EXPERIMENTS.items() for k in sorted(e[1])])
 def test_every_numeric_run_key_of_an_experiment_file_refuses_non_finite_values(tmp_path, command, key, bad):
     """[run] values are checked when the run starts, before any round is played."""
+    load, _, run, text = EXPERIMENTS[command]
+    run = {**run, key: bad}
+    if key == "lam":  # lam sets the step only with step = "log" (then alpha is not used)
+        run = {**run, "step": "log"}
     path = tmp_path / "exp.toml"
-    if command == "bandit":
-        runs = {"horizon": 5, "trials": 1, key: bad}
-        path.write_text(BANDIT_FILE.format(run="").replace(
-            "horizon = 5\ntrials = 1\n", "".join(f"{k} = {v!r}\n" for k, v in runs.items())))
-        execute = load_bandit_experiment(path).execute
-    else:
-        step = 'step = "log"' if key == "lam" else 'step = "constant"'
-        runs = {"horizon": 3, "runs": 1, "alpha": 0.01, key: bad}
-        if key == "lam":
-            del runs["alpha"]
-        path.write_text(COLLAB_FILE.format(run=step).replace(
-            "horizon = 3\nruns = 1\n", "".join(f"{k} = {v!r}\n" for k, v in runs.items())))
-        execute = load_experiment(path).execute
+    path.write_text(text.format(run="\n".join(f"{k} = {v!r}" for k, v in run.items())))
     with pytest.raises(InstanceFileError, match=rf"\[run\]: .*\b{key}\b"):
-        execute(progress=False)
+        load(path).execute(progress=False)
 
 
 def test_interval_accepts_inf_only_where_it_is_an_explicit_end():
