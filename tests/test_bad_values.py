@@ -23,6 +23,7 @@ from mtl_opt.bandits import config as bandit_config
 from mtl_opt.bandits.config import load_bandit_experiment
 from mtl_opt.bandits.linear_envs import ModelC
 from mtl_opt.bandits.linear_policies import OLSBandit
+from mtl_opt.bandits.rec_envs import SyntheticGroups
 from mtl_opt.bandits.registry import ENVIRONMENTS, POLICIES, build, resolve
 from mtl_opt.bandits.runner import run_bandit
 from mtl_opt.cli import build_parser
@@ -186,9 +187,12 @@ def test_bool_and_integer_data_are_still_accepted_exactly():
 # ------------------------------------------------------------ sizes and divergence
 
 
-def test_a_bandit_horizon_beyond_memory_is_refused_before_allocating():
-    with pytest.raises(InvalidParameterError, match=r"3 trials x 1000000000000 rounds .* TiB of memory"):
+def test_a_bandit_run_beyond_memory_is_refused_before_allocating():
+    with pytest.raises(InvalidParameterError, match=r"3 trials x \(1000000000000 rounds \+ 2 users\) .* TiB of memory"):
         run_bandit(ModelC(d=3, s=1, M=2, K=2), OLSBandit(), 10**12, trials=3, progress=False)
+    users = SyntheticGroups(n_users=10**12)  # its reset would allocate groups for every user
+    with pytest.raises(InvalidParameterError, match=r"\(10 rounds \+ 1000000000000 users\)"):
+        run_bandit(users, OLSBandit(), 10, progress=False)
 
 
 def test_a_collab_horizon_beyond_memory_is_refused_before_allocating():
@@ -281,4 +285,4 @@ def test_collab_with_a_diverging_step_size_stops_with_a_named_error(tmp_path):
 def test_bandit_horizon_beyond_memory_is_refused_at_once(tmp_path):
     run = mtl_opt("bandit", INSTANCES / "molarb_model_c.toml", "--horizon", "1000000000000", "--quiet",
                   cwd=tmp_path)
-    assert_one_line_error(run, "1000000000000 rounds of regret needs at least", "lower the horizon")
+    assert_one_line_error(run, "(1000000000000 rounds + 8 users) of regret needs at least", "lower the horizon")
