@@ -35,7 +35,7 @@ from mtl_opt.collab.systems import gaussian_system
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import DivergenceError, InstanceFileError, InvalidDataError, InvalidParameterError
 from mtl_opt.estimators import ESTIMATORS, MOLAR
-from mtl_opt.estimators.base import Interval
+from mtl_opt.estimators.base import Interval, SequenceOf
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import sparse_heterogeneity
 
@@ -102,6 +102,36 @@ def test_every_numeric_parameter_refuses_non_finite_values(case, bad):
     name = case.split(".")[1]
     with pytest.raises(InvalidParameterError, match=rf"\b{name}\b"):
         CASES[case](bad)
+
+
+def _owners():
+    """(name, constraint table) of every class that declares one."""
+    yield from ((cls.__name__, cls.param_constraints) for cls in ESTIMATORS.values())
+    for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
+        yield from ((key, _constraints(resolve(table, kind, key))) for key in table)
+    yield from ((key, cls.param_constraints) for key, cls in METHODS.items())
+
+
+#: Every parameter that takes a sequence of numbers, with a valid call to build its owner.
+SEQUENCES = {
+    "MOLAR.sigma": lambda v: MOLAR(sigma=[v, 1.0, 1.0]).fit(DATA),
+    **{f"{kind}.activation": lambda v, kind=kind: build(ENVIRONMENTS, "environment", kind,
+                                                        {"M": 2, "activation": [v, 0.5]})
+       for kind in ("model_c", "model_p")},
+}
+
+
+def test_every_sequence_parameter_is_in_the_table():
+    found = {f"{owner}.{name}" for owner, table in _owners() for name, allowed in table.items()
+             if any(isinstance(c, SequenceOf) for c in allowed)}
+    assert found == set(SEQUENCES)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, 1 + 1j, "x"], ids=["nan", "inf", "complex", "string"])
+@pytest.mark.parametrize("case", sorted(SEQUENCES))
+def test_sequence_parameters_refuse_bad_items(case, bad):
+    with pytest.raises(InvalidParameterError, match=rf"'{case.split('.')[1]}' parameter of .*a sequence, each"):
+        SEQUENCES[case](bad)
 
 
 EXPERIMENTS = {  # the smallest experiment files; {run} is the [run] table

@@ -84,6 +84,22 @@ class InstanceOf:
         return self.label
 
 
+@dataclass(frozen=True)
+class SequenceOf:
+    """A list, tuple or array whose every item ``item`` accepts (its length is the estimator's to check)."""
+
+    item: Interval
+
+    def accepts(self, value) -> bool:
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            return False
+        items = value.ravel().tolist() if isinstance(value, np.ndarray) else value
+        return all(self.item.accepts(v) for v in items)
+
+    def __str__(self) -> str:
+        return f"a sequence, each {self.item}"
+
+
 BOOLEAN = InstanceOf((bool,), "a bool")
 
 
