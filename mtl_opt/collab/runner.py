@@ -59,11 +59,11 @@ def _one_run(system: LinearSystem, methods: list[Method], horizon: int, alpha: f
               for k, m in enumerate(methods)]
     truth = system.solutions()
     mse = np.empty((len(methods), horizon + 1, system.n_agents))
-    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported by _check_finite
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported by _raise_if_diverged
         for t in range(horizon + 1):
             for k, (method, state) in enumerate(zip(methods, states)):
                 mse[k, t] = ((method.estimate(state) - truth) ** 2).sum(axis=1)
-                _check_finite(mse[k, t], method, alpha, t)
+                _raise_if_diverged(mse[k, t], method, alpha, t)
             if t < horizon:
                 sample = system.draw(rng)
                 for method, state in zip(methods, states):
@@ -71,7 +71,7 @@ def _one_run(system: LinearSystem, methods: list[Method], horizon: int, alpha: f
     return mse
 
 
-def _check_finite(mse: np.ndarray, method: Method, alpha: float, t: int) -> None:
+def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) -> None:
     """Raise DivergenceError naming the method, step and agent if an estimate stopped being finite."""
     bad = np.flatnonzero(~np.isfinite(mse))
     if len(bad):
