@@ -44,40 +44,42 @@ NON_FINITE = [math.nan, math.inf, -math.inf]
 DATA = sparse_heterogeneity(d=12, M=3, n=40, s=1, seed=0).data
 
 
-def numeric_parameters(factory, constraints: dict) -> list[str]:
-    """Parameters of ``factory`` that take a number: an Interval constraint, a numeric default, or a seed."""
+def _constraints(cls) -> dict:
+    return getattr(cls, "param_constraints", None) or getattr(cls, "constraints", {})
+
+
+def owners():
+    """(name, constraint table, signature, make(**params)) of every estimator, environment, policy,
+    collab method and collab system; ``make`` builds (an estimator: also fits) the owner."""
+    for cls in ESTIMATORS.values():
+        yield cls.__name__, cls.param_constraints, cls.__init__, lambda cls=cls, **p: cls(**p).fit(DATA)
+    for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
+        for key in table:
+            cls = resolve(table, kind, key)
+            yield key, _constraints(cls), cls, lambda t=table, k=kind, key=key, **p: build(t, k, key, p)
+    for key, cls in METHODS.items():
+        yield key, cls.param_constraints, cls.__init__, lambda key=key, **p: make_method(key, **p)
+    for key, factory in SYSTEMS.items():
+        yield f"{key}_system", {}, factory, factory
+
+
+def numeric_parameters(signature, constraints: dict) -> list[str]:
+    """Parameters that take a number: an Interval constraint, a numeric default, or a seed."""
+    params = inspect.signature(signature).parameters
     names = []
-    for name, param in inspect.signature(factory).parameters.items():
-        default_is_number = isinstance(param.default, (int, float)) and not isinstance(param.default, bool)
-        if (default_is_number or name == "seed"
+    for name in dict.fromkeys([*params, *constraints]):
+        default = params[name].default if name in params else None
+        if ((isinstance(default, (int, float)) and not isinstance(default, bool)) or name == "seed"
                 or any(isinstance(c, Interval) for c in constraints.get(name, []))):
             names.append(name)
     return names
 
 
-def _constraints(cls) -> dict:
-    return getattr(cls, "param_constraints", None) or getattr(cls, "constraints", {})
-
-
 def sweep() -> dict:
-    """'owner.parameter' -> callable(value) that builds (or fits) the owner with that value."""
-    cases = {}
-    for cls in ESTIMATORS.values():
-        for name in numeric_parameters(cls.__init__, cls.param_constraints):
-            cases[f"{cls.__name__}.{name}"] = lambda v, cls=cls, name=name: cls(**{name: v}).fit(DATA)
-    for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
-        for key in table:
-            cls = resolve(table, kind, key)
-            for name in numeric_parameters(cls, _constraints(cls)):
-                cases[f"{key}.{name}"] = lambda v, t=table, k=kind, key=key, name=name: build(
-                    t, k, key, {name: v})
-    for key, cls in METHODS.items():  # hyperparameters come as **params: walk the table itself
-        for name, allowed in cls.param_constraints.items():
-            if any(isinstance(c, Interval) for c in allowed):
-                cases[f"{key}.{name}"] = lambda v, key=key, name=name: make_method(key, **{name: v})
-    for key, factory in SYSTEMS.items():
-        for name in numeric_parameters(factory, {}):
-            cases[f"{key}_system.{name}"] = lambda v, f=factory, name=name: f(**{name: v})
+    """'owner.parameter' -> callable(value) that builds the owner with that value."""
+    cases = {f"{owner}.{name}": lambda v, make=make, name=name: make(**{name: v})
+             for owner, table, signature, make in owners()
+             for name in numeric_parameters(signature, table)}
     for field in dataclasses.fields(SolveOptions):  # annotated record: the type says "number"
         if re.search(r"\b(int|float)\b", str(field.type)):
             cases[f"SolveOptions.{field.name}"] = lambda v, name=field.name: SolveOptions(**{name: v})
@@ -104,14 +106,6 @@ def test_every_numeric_parameter_refuses_non_finite_values(case, bad):
         CASES[case](bad)
 
 
-def _owners():
-    """(name, constraint table) of every class that declares one."""
-    yield from ((cls.__name__, cls.param_constraints) for cls in ESTIMATORS.values())
-    for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
-        yield from ((key, _constraints(resolve(table, kind, key))) for key in table)
-    yield from ((key, cls.param_constraints) for key, cls in METHODS.items())
-
-
 #: Every parameter that takes a sequence of numbers, with a valid call to build its owner.
 SEQUENCES = {
     "MOLAR.sigma": lambda v: MOLAR(sigma=[v, 1.0, 1.0]).fit(DATA),
@@ -122,7 +116,7 @@ SEQUENCES = {
 
 
 def test_every_sequence_parameter_is_in_the_table():
-    found = {f"{owner}.{name}" for owner, table in _owners() for name, allowed in table.items()
+    found = {f"{owner}.{name}" for owner, table, _, _ in owners() for name, allowed in table.items()
              if any(isinstance(c, SequenceOf) for c in allowed)}
     assert found == set(SEQUENCES)
 
