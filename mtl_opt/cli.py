@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .argtypes import finite_float
 from .bandits import command as bandit_command
 from .bench import command as bench_command
 from .collab import command as collab_command
@@ -58,8 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     solve.add_argument("instance", type=Path, help="instance file (TOML)")
     solve.add_argument("--backend", choices=["highs", "scip"], help="override [solve] backend")
-    solve.add_argument("--time-limit", type=float, help="override [solve] time_limit (seconds)")
-    solve.add_argument("--rel-gap", type=float, help="override [solve] rel_gap")
+    solve.add_argument("--time-limit", type=finite_float, help="override [solve] time_limit (seconds)")
+    solve.add_argument("--rel-gap", type=finite_float, help="override [solve] rel_gap")
     solve.add_argument("--out", type=Path,
                        help="where to write the JSON result (default: out/<instance name>.json)")
     solve.add_argument("--quiet", action="store_true", help="print nothing but errors")

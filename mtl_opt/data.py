@@ -90,15 +90,37 @@ def _as_task_list(seq, what: str, ndim: int) -> list:
         ) from None
 
 
+#: What to do about an array of each dtype kind float64 must not silently coerce.
+_NOT_REAL = {
+    "c": "complex values would lose their imaginary part; pass the real part ({what}.real) "
+         "if that is what you mean",
+    "U": "strings are not numbers; parse them first (e.g. {what}.astype(float))",
+    "S": "bytes are not numbers; parse them first (e.g. {what}.astype(float))",
+    "O": "an object array may hold anything (None, strings, complex); convert it to a "
+         "numeric array first (e.g. np.asarray({what}, dtype=float))",
+}
+
+
 def _to_float_array(value, task: str, what: str) -> np.ndarray:
-    """Copy an array-like to a new float64 array, with a readable error on failure."""
+    """Copy a real-valued array-like (bool, int or float) to a new float64 array.
+
+    Complex, string, object and other dtypes are refused rather than coerced:
+    numpy would drop an imaginary part with only a warning and parse "1.5".
+    """
     try:
-        return np.array(value, dtype=np.float64, copy=True)
+        array = np.asarray(value)
     except (TypeError, ValueError) as exc:
         raise InvalidDataError(
             f"task '{task}': {what} could not be converted to a float64 array ({exc}); "
             "pass numeric arrays of a regular shape."
         ) from None
+    if array.dtype.kind not in "biuf":
+        fix = _NOT_REAL.get(array.dtype.kind, "convert it to a float array first").format(what=what)
+        raise InvalidDataError(
+            f"task '{task}': {what} has dtype {array.dtype}; expected real numbers "
+            f"(bool, int or float): {fix}."
+        )
+    return np.array(array, dtype=np.float64, copy=True)
 
 
 def _check_finite(a: np.ndarray, task: str, what: str) -> None:

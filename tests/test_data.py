@@ -134,7 +134,7 @@ def _nan_at(shape, row):
         ([X23], [Y2], {"feature_names": ["a", "b", "a"]}, r"duplicate feature names: \['a'\]"),
         ([np.ones((2, 0))], [Y2], {}, "0 feature columns"),
         (np.ones((2, 3)), [Y2], {}, r"single 2-D array .* MultiTaskData\(\[X\], \[y\]\)"),
-        ([[["a", "b"]]], [[1.0]], {}, "could not be converted to a float64 array"),
+        ([[["a", "b"]]], [[1.0]], {}, "dtype <U1; expected real numbers .* strings are not numbers"),
     ],
 )
 def test_constructor_validation(Xs, ys, kwargs, phrase):

@@ -24,7 +24,7 @@ from abc import abstractmethod
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ..estimators.base import InstanceOf, Interval, OneOf
+from ..estimators.base import Interval, OneOf, SequenceOf
 from ..synthetic import sparse_deviation_coefs
 from ._support import check_params
 from .base import Environment, Round
@@ -42,7 +42,7 @@ class _MultitaskLinear(Environment):
         "M": [Interval(1, None, integer=True)],
         "K": [Interval(2, None, integer=True)],
         "sigma": [Interval(0.0, None)],
-        "activation": [OneOf((None,)), InstanceOf((list, tuple, np.ndarray), "a list of M floats in [0, 1]")],
+        "activation": [OneOf((None,)), SequenceOf(Interval(None, None))],  # length M, [0, 1]: __init__
     }
 
     def __init__(self, *, d=30, s=2, M=20, K=3, sigma=0.5, activation=None):

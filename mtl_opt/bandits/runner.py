@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
 from ..plotting import pyplot
+from ..resources import require_memory
 from .base import Environment, Policy
 
 
@@ -92,6 +93,9 @@ def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, 
     names = [p.name for p in policies]
     if len(set(names)) != len(names):
         raise InvalidParameterError(f"policy names must be distinct; got {names}.")
+    require_memory(8 * (horizon + env.n_users) * (len(policies) * trials + 1),
+                   f"{len(policies)} policies x {trials} trials x ({horizon} rounds + "
+                   f"{env.n_users} users) of regret", "lower the horizon or the number of trials")
     regret = np.zeros((len(policies), trials, horizon))
     user_regret = np.zeros((len(policies), trials, env.n_users))
     seconds = np.zeros((len(policies), trials))

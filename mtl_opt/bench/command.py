@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from .. import __version__
+from ..argtypes import finite_float
 from .solvers import SOLVERS
 
 #: One line per solver name: name, method, what it runs.
@@ -33,9 +34,9 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
     parser.add_argument("instances", nargs="*", type=Path, metavar="INSTANCE", help="instance files (TOML)")
     parser.add_argument("--solvers", help="comma-separated solver names (default: all that apply)")
     parser.add_argument("--list-solvers", action="store_true", help="list the solver names and exit")
-    parser.add_argument("--time-limit", type=float, default=60.0,
+    parser.add_argument("--time-limit", type=finite_float, default=60.0,
                         help="each solver's own time limit in seconds (default 60)")
-    parser.add_argument("--hard-limit", type=float,
+    parser.add_argument("--hard-limit", type=finite_float,
                         help="kill a cell after this many seconds (default 2 x time limit + 30)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per instance and solver (default 1)")
     parser.add_argument("--jobs", type=int, default=1, help="cells run at once on this machine (default 1)")

@@ -13,8 +13,9 @@ import numpy as np
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
-from ..errors import InvalidParameterError
+from ..errors import DivergenceError, InvalidParameterError
 from ..plotting import pyplot
+from ..resources import require_memory
 from .algorithms import Method
 from .systems import LinearSystem
 
@@ -58,14 +59,25 @@ def _one_run(system: LinearSystem, methods: list[Method], horizon: int, alpha: f
               for k, m in enumerate(methods)]
     truth = system.solutions()
     mse = np.empty((len(methods), horizon + 1, system.n_agents))
-    for t in range(horizon + 1):
-        for k, (method, state) in enumerate(zip(methods, states)):
-            mse[k, t] = ((method.estimate(state) - truth) ** 2).sum(axis=1)
-        if t < horizon:
-            sample = system.draw(rng)
-            for method, state in zip(methods, states):
-                method.step(state, sample, alpha, t)
+    with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported by _raise_if_diverged
+        for t in range(horizon + 1):
+            for k, (method, state) in enumerate(zip(methods, states)):
+                mse[k, t] = ((method.estimate(state) - truth) ** 2).sum(axis=1)
+                _raise_if_diverged(mse[k, t], method, alpha, t)
+            if t < horizon:
+                sample = system.draw(rng)
+                for method, state in zip(methods, states):
+                    method.step(state, sample, alpha, t)
     return mse
+
+
+def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) -> None:
+    """Raise DivergenceError naming the method, step and agent if an estimate stopped being finite."""
+    bad = np.flatnonzero(~np.isfinite(mse))
+    if len(bad):
+        raise DivergenceError(
+            f"method {method.name!r} diverged: agent {bad[0]}'s estimate is not finite after "
+            f"step {t} with step size alpha={alpha:g}. Lower alpha, or use step = \"log\".")
 
 
 def run_methods(system: LinearSystem, methods: dict[str, Method], *, horizon: int, alpha: float,
@@ -80,6 +92,9 @@ def run_methods(system: LinearSystem, methods: dict[str, Method], *, horizon: in
         raise InvalidParameterError(f"n_jobs must be a nonzero int (-1: all cores); got {n_jobs!r}.")
     if not methods:
         raise InvalidParameterError("give at least one method to run.")
+    require_memory(8 * len(methods) * (runs + 1) * (horizon + 1) * system.n_agents,
+                   f"{len(methods)} methods x {runs} runs x {horizon} steps x {system.n_agents} agents of MSE",
+                   "lower the horizon or the number of runs")
     jobs = (delayed(_one_run)(system, list(methods.values()), horizon, float(alpha), seed, r)
             for r in range(runs))
     bar = tqdm(Parallel(n_jobs=n_jobs, return_as="generator")(jobs), total=runs, unit="run",

@@ -9,20 +9,26 @@ ending in ``_``.
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..data import MultiTaskData
+from ..data import MultiTaskData, _to_float_array
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
 from ..result import FitResult
 
 
 @dataclass(frozen=True)
 class Interval:
-    """A real (or integer, with ``integer=True``) number in [low, high] (open ends with ``open_low``/``open_high``)."""
+    """A real (or integer, with ``integer=True``) number in [low, high] (open ends with ``open_low``/``open_high``).
+
+    NaN is never accepted, and a missing end (None) is an open infinite end,
+    so the number must be finite there: ``Interval(0, None)`` is [0, inf).
+    A parameter for which inf means "no limit" says so with ``high=math.inf``.
+    """
 
     low: float | None = None
     high: float | None = None
@@ -32,12 +38,14 @@ class Interval:
 
     def accepts(self, value) -> bool:
         kind = numbers.Integral if self.integer else numbers.Real
-        if isinstance(value, bool) or not isinstance(value, kind):
+        if isinstance(value, bool) or not isinstance(value, kind) or value != value:  # NaN != NaN
             return False
-        if self.low is not None and (value < self.low or (self.open_low and value == self.low)):
-            return False
-        return not (self.high is not None
-                    and (value > self.high or (self.open_high and value == self.high)))
+        low = -math.inf if self.low is None else self.low
+        high = math.inf if self.high is None else self.high
+        open_low = self.open_low or self.low is None
+        open_high = self.open_high or self.high is None
+        return bool((low < value or (not open_low and value == low))
+                    and (value < high or (not open_high and value == high)))
 
     def __str__(self) -> str:
         left = "(" if self.open_low or self.low is None else "["
@@ -74,6 +82,22 @@ class InstanceOf:
 
     def __str__(self) -> str:
         return self.label
+
+
+@dataclass(frozen=True)
+class SequenceOf:
+    """A list, tuple or array whose every item ``item`` accepts (its length is the estimator's to check)."""
+
+    item: Interval
+
+    def accepts(self, value) -> bool:
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            return False
+        items = value.ravel().tolist() if isinstance(value, np.ndarray) else value
+        return all(self.item.accepts(v) for v in items)
+
+    def __str__(self) -> str:
+        return f"a sequence, each {self.item}"
 
 
 BOOLEAN = InstanceOf((bool,), "a bool")
@@ -174,7 +198,7 @@ class MTLEstimator:
         p = self.coef_.shape[1]
         out = []
         for k, X in zip(rows, Xs):
-            X = np.asarray(X, dtype=float)
+            X = _to_float_array(X, self.task_names_[k], "X")
             if X.ndim != 2 or X.shape[1] != p:
                 raise InvalidDataError(
                     f"task {self.task_names_[k]!r}: expected an (n, {p}) design matrix; "

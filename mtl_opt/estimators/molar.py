@@ -15,7 +15,7 @@ from ..result import STATUSES, FitResult, certified_status
 from ..solvers.backends import pick_backend
 from ..solvers.options import SolveOptions
 from ._ols import per_task_ols, split_intercept
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
 
 
 class MOLAR(MTLEstimator):
@@ -85,7 +85,7 @@ class MOLAR(MTLEstimator):
         "median": [OneOf(("closed_form", "lp"))],
         "backend": [OneOf(("highs", "scip", None))],
         "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True),
-                  InstanceOf((list, tuple, np.ndarray), "a sequence of positive floats, one per task")],
+                  SequenceOf(Interval(0.0, None, open_low=True))],
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
     }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
@@ -22,6 +23,9 @@ from mtl_opt.errors import InvalidParameterError
 
 #: Largest seed both HiGHS (``random_seed``) and SCIP (``randomseedshift``) accept.
 MAX_SEED = 2**31 - 1
+#: Most solver threads: this machine's CPU count (more only oversubscribe it; HiGHS with
+#: threads = 100000 stalls for minutes, then aborts).  None when Python cannot count them.
+MAX_THREADS = os.cpu_count()
 
 
 def _is_number(value: Any) -> bool:
@@ -39,7 +43,8 @@ _CONSTRAINTS = {
                    lambda v: v is None or (_is_number(v) and v > 0)),
     "rel_gap": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
     "abs_gap": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
-    "threads": ("an int >= 1 or None", lambda v: v is None or (_is_int(v) and v >= 1)),
+    "threads": (f"an int in [1, {MAX_THREADS}] (the CPU count of this machine) or None",
+                lambda v: v is None or (_is_int(v) and 1 <= v <= (MAX_THREADS or math.inf))),
     "seed": (f"an int in [0, {MAX_SEED}] or None",
              lambda v: v is None or (_is_int(v) and 0 <= v <= MAX_SEED)),
     "verbose": ("a bool", lambda v: isinstance(v, bool)),
@@ -62,7 +67,8 @@ class SolveOptions:
     abs_gap : float, default=0.0
         Stop when incumbent - bound is at most this.
     threads : int or None, default=None
-        Threads the solver may use; None leaves the solver's default.
+        Threads the solver may use, at most the machine's CPU count; None
+        leaves the solver's default.
     seed : int or None, default=None
         Solver random seed in [0, 2**31 - 1]; None leaves the solver's default.
     verbose : bool, default=False
