@@ -26,7 +26,9 @@ class GLMTasks(MTLEstimator):
     ``standardize`` scales every feature by one pooled mean and standard
     deviation (the same for all tasks, so a shared center keeps its meaning);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
-    other coefficient.  y is never transformed.
+    other coefficient.  With the squared loss the solvers see y without its common
+    level and at unit scale (``ResponseScale``); estimates, objectives and bounds are
+    mapped back exactly, so reported values are on the data's scale.
     """
 
     def _problem(self, data: MultiTaskData, c: float) -> ArmulProblem:
@@ -41,7 +43,21 @@ class GLMTasks(MTLEstimator):
         Xs = [(X - self._shift) / scale for X in data.Xs]
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
-        return ArmulProblem.from_tasks(Xs, data.ys, loss=self.loss, c=c)
+        scale = (formulation.ResponseScale.of(data.ys, self.fit_intercept) if self.loss == "squared"
+                 else formulation.ResponseScale())
+        self._response_scale = scale
+        ys = [(y - scale.level) / scale.factor for y in data.ys]
+        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=c / scale.factor)
+
+    def _restored(self, run: prox.ProxRun) -> prox.ProxRun:
+        """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
+        scale = self._response_scale
+        extra = dict(run.extra)
+        if "centers" in extra:
+            extra["centers"] = scale.to_original(extra["centers"])
+        return prox.ProxRun(scale.to_original(run.theta), scale.to_original(run.centers),
+                            scale.value(run.objective), scale.value(run.lower_bound), run.status,
+                            run.n_iter, run.log, extra)
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -202,7 +218,7 @@ class ARMUL(GLMTasks):
             run, version = self._solve_scip(problem, options)
             return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
         if self.structure == "vanilla":
-            theta0, center0 = _warm_start(init, problem)
+            theta0, center0 = _warm_start(init, problem, self._response_scale)
             run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
         elif self.structure == "clustered":
             run = prox.clustered_armul(problem, self.n_components, self._anchors(problem),
@@ -245,7 +261,7 @@ class ARMUL(GLMTasks):
         return run, out.solver_version
 
     def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
-        extra = {}
+        run, extra = self._restored(run), {}
         if self.structure == "vanilla":
             self.center_, center_intercept = (a[0] for a in self._to_original(run.centers[0]))
             self.center_intercept_ = float(center_intercept)
@@ -260,14 +276,15 @@ class ARMUL(GLMTasks):
                             bound_source=bound_source, rel_gap=options.rel_gap, extra=extra)
 
 
-def _warm_start(init: FitResult | None, problem: ArmulProblem):
-    """(theta, center) of a previous vanilla fit with the same shape, else (None, None)."""
+def _warm_start(init: FitResult | None, problem: ArmulProblem, scale):
+    """(theta, center) of a previous vanilla fit with the same shape on the solver's scale,
+    else (None, None)."""
     if init is None or "theta_fitted" not in init.extra:
         return None, None
     theta = np.asarray(init.extra["theta_fitted"])
     if theta.shape != (problem.m, problem.d):
         return None, None
-    return theta, np.asarray(init.extra["centers_fitted"])[0]
+    return scale.to_scaled(theta), scale.to_scaled(np.asarray(init.extra["centers_fitted"])[0])
 
 
 def mean_squared_error(ys, preds) -> float:

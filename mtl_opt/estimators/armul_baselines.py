@@ -43,7 +43,7 @@ class _Baseline(GLMTasks):
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
             run.status = "optimal"
-        return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
+        return self._result(data, problem, self._restored(run), solver="newton (mtl_opt)", version=__version__,
                             bound_source="dual feasible point from the gradients",
                             rel_gap=GLM_REL_GAP, extra=run.extra)
 
@@ -91,7 +91,8 @@ class ClusteredMTL(_Structured):
     def _run(self, problem):
         run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
                                  np.random.default_rng(self.seed), n_init=self.n_init)
-        self.centers_, self.centers_intercept_ = self._to_original(run.extra["centers"])
+        self.centers_, self.centers_intercept_ = self._to_original(
+            self._response_scale.to_original(run.extra["centers"]))
         self.labels_ = run.extra["labels"]
         return run
 

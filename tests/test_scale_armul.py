@@ -1,0 +1,197 @@
+"""Issue 17 for ARMUL and the least-squares baselines: certificates that hold at every scale.
+
+The data are scaled (y times 10^k, per-task 10^{+-3}, a common level 10^k with an intercept)
+and every certified result is checked against an independent optimum: ARMUL's convex problem
+solved by scipy's trust-region Newton over every split of the tasks into "at the center" and
+"off the center" (each restriction is smooth near its minimizer, the optimum lies in one of
+them), least squares by LAPACK's QR (``numpy.linalg.lstsq``).  The reference is solved on an
+analytically scaled copy: a common level L is removed exactly (y - L is exact in float64 for
+y within a factor 2 of L, Sterbenz) and y is divided by nu with the penalty caps divided by nu,
+since F(theta; y, cap) = nu^2 F(theta / nu; y / nu, cap / nu).  Its Newton accuracy (~1e-12
+relative) is far inside the 1e-7 relative tolerance of the checks.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.optimize
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import expit
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.estimators import ARMUL, DataPooling, IndependentTasks, PerTaskOLS, PooledOLS
+from mtl_opt.solvers.options import SolveOptions
+
+#: Relative slack of every comparison with the reference optimum (issue 17).
+TOL = 1e-7
+
+
+# --- instances -----------------------------------------------------------------------------
+
+
+def base_tasks(seed, m, p, sizes, loss="squared"):
+    """Gaussian designs and responses around a shared coefficient vector."""
+    rng = np.random.default_rng(seed)
+    Xs = [rng.standard_normal((n, p)) for n in sizes]
+    theta = rng.standard_normal(p) + 0.5 * rng.standard_normal((m, p))
+    if loss == "squared":
+        return Xs, [X @ t + rng.standard_normal(len(X)) for X, t in zip(Xs, theta)]
+    return Xs, [(rng.random(len(X)) < expit(X @ t)).astype(float) for X, t in zip(Xs, theta)]
+
+
+def transformed(ys, exponents, level):
+    """y_k * 10^exponents[k] + level, as the user would pass them."""
+    return [y * 10.0 ** e + level for y, e in zip(ys, exponents)]
+
+
+def fitted_design(Xs, fit_intercept, standardize):
+    """The design ARMUL's objective is stated on: pooled standardization, then a column of ones."""
+    X_all = np.vstack(Xs)
+    shift = X_all.mean(axis=0) if standardize and fit_intercept else 0.0
+    scale = X_all.std(axis=0) if standardize else 1.0
+    As = [(X - shift) / scale for X in Xs]
+    return [np.hstack([np.ones((len(A), 1)), A]) for A in As] if fit_intercept else As
+
+
+def normalized(ys, level):
+    """(y - level) / nu and nu: the analytically scaled copy the references solve."""
+    centred = [y - level for y in ys]
+    nu = float(np.sqrt(np.mean(np.concatenate(centred) ** 2))) or 1.0
+    return [y / nu for y in centred], nu
+
+
+# --- independent optima --------------------------------------------------------------------
+
+
+def _task_loss(A, y, theta, loss):
+    """Value, gradient and Hessian of n_j f_j(theta) (w_j = n_j)."""
+    z = A @ theta
+    if loss == "squared":
+        return 0.5 * np.sum((z - y) ** 2), A.T @ (z - y), A.T @ A
+    prob = expit(z)
+    return (np.sum(np.logaddexp(0.0, z) - y * z), A.T @ (prob - y),
+            A.T @ ((prob * (1 - prob))[:, None] * A))
+
+
+def armul_optimum(As, ys, caps, loss):
+    """min over Theta, gamma of sum_j n_j f_j(theta_j) + cap_j ||theta_j - gamma||.
+
+    The optimum lies in one of the subspaces "theta_j = gamma for j outside S"; on each, with
+    theta_j = gamma + v_j (j in S) and ||v|| replaced by sqrt(||v||^2 + eps^2) - eps (<= ||v||,
+    at most eps smaller), the problem is smooth and convex.  Trust-region Newton with exact
+    derivatives follows eps = 1e-1, 1e-2, .. until eps sum(caps) <= 1e-12 M (warm starts); the
+    smoothed minimum M and the true value U at its minimizer bracket the restricted optimum
+    (M <= F*_S <= U), up to the Newton decrement g^T H^-1 g / 2 of the last point.  A set S
+    whose minimizer has some v_j ~ 0 is left to the smaller set without j (same optimum, and
+    better conditioned).  The reference is the least U; its bracket is checked.
+    """
+    m, d = len(As), As[0].shape[1]
+    best = (np.inf, None)
+    for free in itertools.chain.from_iterable(
+            itertools.combinations(range(m), size) for size in range(m + 1)):
+        size = len(free)
+
+        def parts(x, eps):
+            gamma, V = x[:d], x[d:].reshape(size, d)
+            value, grad, hess = 0.0, np.zeros(d * (size + 1)), np.zeros((d * (size + 1),) * 2)
+            for j in range(m):
+                slot = free.index(j) if j in free else None
+                f, g, H = _task_loss(As[j], ys[j], gamma + (0.0 if slot is None else V[slot]), loss)
+                value += f
+                grad[:d] += g
+                hess[:d, :d] += H
+                if slot is not None:
+                    v, b = V[slot], slice(d * (1 + slot), d * (2 + slot))
+                    root = np.sqrt(v @ v + eps**2)
+                    value += caps[j] * (root - eps)
+                    grad[b] += g + caps[j] * v / root
+                    hess[:d, b] += H
+                    hess[b, :d] += H
+                    hess[b, b] += H + caps[j] * (np.eye(d) - np.outer(v, v) / root**2) / root
+            return value, grad, hess
+
+        x, eps = np.zeros(d * (size + 1)), 0.1
+        for _ in range(30):
+            res = scipy.optimize.minimize(
+                lambda x: parts(x, eps)[0], x, jac=lambda x: parts(x, eps)[1],
+                hess=lambda x: parts(x, eps)[2], method="trust-exact",
+                options={"gtol": 1e-12, "maxiter": 500})
+            x = res.x
+            if eps * sum(caps[j] for j in free) <= 1e-12 * abs(res.fun):
+                break
+            if any(np.linalg.norm(v) < 1e3 * eps for v in x[d:].reshape(size, d)):
+                break  # degenerate: the smaller set covers it
+            eps /= 10
+        if any(np.linalg.norm(v) < 1e3 * eps for v in x[d:].reshape(size, d)):
+            continue
+        _, g, H = parts(x, eps)
+        upper = parts(x, 0.0)[0]
+        if upper < best[0]:
+            best = (upper, res.fun - 0.5 * g @ np.linalg.lstsq(H, g, rcond=None)[0])
+    upper, lower = best
+    assert upper - lower <= 1e-9 * abs(upper), ("reference not converged", upper, lower)
+    return upper
+
+
+def least_squares_optimum(As, ys):
+    """sum_j 1/2 ||y_j - A_j b_j||^2 with each b_j by QR least squares."""
+    return sum(0.5 * float(np.sum((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2))
+               for A, y in zip(As, ys))
+
+
+# --- the property ----------------------------------------------------------------------------
+
+
+def check_certificate(result, optimum, rel_gap):
+    """LB <= optimum <= objective (TOL relative); 'optimal' only within rel_gap; no guard fired."""
+    slack = TOL * abs(optimum)
+    assert np.isfinite(result.objective), result.summary()
+    assert result.warnings == [], result.warnings
+    assert result.objective >= optimum - slack, (result.objective, optimum)
+    if result.lower_bound is not None:
+        assert result.lower_bound <= optimum + slack, (result.lower_bound, optimum)
+    if result.status == "optimal":
+        assert result.objective - optimum <= rel_gap * abs(result.objective) + slack, (
+            result.objective, optimum)
+
+
+def armul_case(seed, m, p, sizes, exponents, level, *, c=1.0, loss="squared",
+               fit_intercept=True, standardize=True, x_scale=1.0):
+    """Fit vanilla ARMUL on the transformed data and check it against the reference optimum."""
+    Xs, ys = base_tasks(seed, m, p, sizes, loss)
+    Xs = [X * x_scale for X in Xs]
+    if loss == "squared":
+        ys = transformed(ys, exponents, level)
+    rel_gap = 1e-6
+    result = ARMUL(c=c, loss=loss, fit_intercept=fit_intercept, standardize=standardize,
+                   solve_options=SolveOptions(rel_gap=rel_gap)).fit(MultiTaskData(Xs, ys)).result_
+    As = fitted_design(Xs, fit_intercept, standardize)
+    caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))
+    if loss == "squared":
+        scaled, nu = normalized(ys, level)
+        optimum = nu**2 * armul_optimum(As, scaled, caps / nu, loss)
+    else:
+        optimum = armul_optimum(As, ys, caps, loss)
+    check_certificate(result, optimum, rel_gap)
+    return result
+
+
+def baseline_case(estimator, seed, m, p, sizes, exponents, level):
+    """A certified least-squares baseline on transformed data against QR least squares."""
+    Xs, ys = base_tasks(seed, m, p, sizes)
+    ys = transformed(ys, exponents, level)
+    result = estimator.fit(MultiTaskData(Xs, ys)).result_
+    scaled, nu = normalized(ys, level)
+    standardize = getattr(estimator, "standardize", False)
+    As = fitted_design(Xs, estimator.fit_intercept, standardize)
+    pooled = isinstance(estimator, (PooledOLS, DataPooling))
+    optimum = nu**2 * (least_squares_optimum([np.vstack(As)], [np.concatenate(scaled)]) if pooled
+                       else least_squares_optimum(As, scaled))
+    if isinstance(estimator, PerTaskOLS):  # sum_k 1/(2 n_k) ||r_k||^2
+        optimum = nu**2 * sum(least_squares_optimum([A], [y]) / len(y) for A, y in zip(As, scaled))
+    elif isinstance(estimator, PooledOLS):
+        optimum /= sum(sizes)
+    check_certificate(result, optimum, 1e-6)
+    return result
