@@ -22,7 +22,9 @@ from scipy.special import expit
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import ARMUL, DataPooling, IndependentTasks, PerTaskOLS, PooledOLS
+from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.solvers.prox import fista
 
 #: Relative slack of every comparison with the reference optimum (issue 17).
 TOL = 1e-7
@@ -84,8 +86,8 @@ def armul_optimum(As, ys, caps, loss):
     derivatives follows eps = 1e-1, 1e-2, .. until eps sum(caps) <= 1e-12 M (warm starts); the
     smoothed minimum M and the true value U at its minimizer bracket the restricted optimum
     (M <= F*_S <= U), up to the Newton decrement g^T H^-1 g / 2 of the last point.  A set S
-    whose minimizer has some v_j ~ 0 is left to the smaller set without j (same optimum, and
-    better conditioned).  The reference is the least U; its bracket is checked.
+    whose minimizer has some ||v_j|| < 10 eps is left to the smaller set without j (same optimum, and
+    better conditioned).  Returns the bracket (lower, upper) of the set with the least U.
     """
     m, d = len(As), As[0].shape[1]
     best = (np.inf, None)
@@ -119,20 +121,21 @@ def armul_optimum(As, ys, caps, loss):
                 hess=lambda x: parts(x, eps)[2], method="trust-exact",
                 options={"gtol": 1e-12, "maxiter": 500})
             x = res.x
-            if eps * sum(caps[j] for j in free) <= 1e-12 * abs(res.fun):
+            degenerate = eps <= 1e-6 and any(np.linalg.norm(v) < 10 * eps
+                                             for v in x[d:].reshape(size, d))
+            if degenerate or eps * sum(caps[j] for j in free) <= 1e-12 * abs(res.fun):
                 break
-            if any(np.linalg.norm(v) < 1e3 * eps for v in x[d:].reshape(size, d)):
-                break  # degenerate: the smaller set covers it
             eps /= 10
-        if any(np.linalg.norm(v) < 1e3 * eps for v in x[d:].reshape(size, d)):
+        if degenerate:
             continue
         _, g, H = parts(x, eps)
         upper = parts(x, 0.0)[0]
         if upper < best[0]:
             best = (upper, res.fun - 0.5 * g @ np.linalg.lstsq(H, g, rcond=None)[0])
     upper, lower = best
-    assert upper - lower <= 1e-9 * abs(upper), ("reference not converged", upper, lower)
-    return upper
+    null = sum(0.5 * float(y @ y) for y in ys) if loss == "squared" else 1.0
+    assert upper - lower <= 1e-9 * max(abs(upper), 1e-12 * null), ("not converged", upper, lower)
+    return lower, upper
 
 
 def least_squares_optimum(As, ys):
@@ -145,15 +148,19 @@ def least_squares_optimum(As, ys):
 
 
 def check_certificate(result, optimum, rel_gap):
-    """LB <= optimum <= objective (TOL relative); 'optimal' only within rel_gap; no guard fired."""
-    slack = TOL * abs(optimum)
+    """LB <= optimum <= objective (TOL relative); 'optimal' only within rel_gap; no guard fired.
+
+    optimum: (lower, upper), a bracket of the true optimum from the reference.
+    """
+    lower, upper = optimum
+    slack = TOL * abs(upper)
     assert np.isfinite(result.objective), result.summary()
     assert result.warnings == [], result.warnings
-    assert result.objective >= optimum - slack, (result.objective, optimum)
+    assert result.objective >= lower - slack, (result.objective, optimum)
     if result.lower_bound is not None:
-        assert result.lower_bound <= optimum + slack, (result.lower_bound, optimum)
+        assert result.lower_bound <= upper + slack, (result.lower_bound, optimum)
     if result.status == "optimal":
-        assert result.objective - optimum <= rel_gap * abs(result.objective) + slack, (
+        assert result.objective - lower <= rel_gap * abs(result.objective) + slack, (
             result.objective, optimum)
 
 
@@ -171,7 +178,7 @@ def armul_case(seed, m, p, sizes, exponents, level, *, c=1.0, loss="squared",
     caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))
     if loss == "squared":
         scaled, nu = normalized(ys, level)
-        optimum = nu**2 * armul_optimum(As, scaled, caps / nu, loss)
+        optimum = [nu**2 * v for v in armul_optimum(As, scaled, caps / nu, loss)]
     else:
         optimum = armul_optimum(As, ys, caps, loss)
     check_certificate(result, optimum, rel_gap)
@@ -193,5 +200,85 @@ def baseline_case(estimator, seed, m, p, sizes, exponents, level):
         optimum = nu**2 * sum(least_squares_optimum([A], [y]) / len(y) for A, y in zip(As, scaled))
     elif isinstance(estimator, PooledOLS):
         optimum /= sum(sizes)
-    check_certificate(result, optimum, 1e-6)
+    check_certificate(result, (optimum, optimum), 1e-6)
     return result
+
+
+# --- tests -------------------------------------------------------------------------------------
+
+SCALES = st.sampled_from([-6, -4, -2, 0, 2, 4, 6])
+
+
+@st.composite
+def instances(draw, max_tasks=3, max_features=6):
+    """(seed, m, p, sizes, exponents, level): y scaled, shifted or scaled per task."""
+    m = draw(st.integers(2, max_tasks))
+    p = draw(st.integers(3, max_features))
+    sizes = draw(st.lists(st.integers(2, 3 * p), min_size=m, max_size=m))
+    kind = draw(st.sampled_from(["scale", "level", "per_task"]))
+    exponents, level = [0] * m, 0.0
+    if kind == "scale":
+        exponents = [draw(SCALES)] * m
+    elif kind == "level":
+        level = 10.0 ** draw(st.integers(0, 9))
+    else:
+        exponents = draw(st.lists(st.sampled_from([-3, 0, 3]), min_size=m, max_size=m))
+    return draw(st.integers(0, 10**6)), m, p, sizes, exponents, level
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(instances(), st.sampled_from([0.2, 1.0, 2.0]))
+def test_vanilla_armul_certificate_holds_at_every_scale(instance, c):
+    armul_case(*instance, c=c)
+
+
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(st.integers(0, 10**6), st.integers(2, 3), st.sampled_from([-3, 0, 3]), st.booleans())
+def test_logistic_armul_certificate_holds_for_scaled_features(seed, m, exponent, standardize):
+    armul_case(seed, m, 3, [40] * m, None, 0.0, loss="logistic", standardize=standardize,
+               x_scale=10.0**exponent)
+
+
+@pytest.mark.parametrize("seed, m, p, sizes, exponents, level", [
+    (141, 2, 3, [2, 2], [6, 6], 0.0),   # was 'optimal' at a relative gap of 1e9
+    (225, 2, 3, [2, 2], [0, 0], 1.0),   # was a bound above the objective (guard fired)
+])
+def test_interpolating_data_is_never_falsely_optimal(seed, m, p, sizes, exponents, level):
+    """Pooled n <= d: F* = 0, so no relative gap can be proven unless the fit is exact."""
+    armul_case(seed, m, p, sizes, exponents, level)
+
+
+@pytest.mark.parametrize("estimator", [IndependentTasks, DataPooling, PerTaskOLS, PooledOLS])
+@pytest.mark.parametrize("seed, m, p, sizes, exponents, level", [
+    (834, 4, 6, [18, 23, 9, 15], [0] * 4, 1e9),
+    (961, 2, 7, [19, 25], [0, 0], 1e9),
+    (561, 2, 7, [25, 19], [0, 0], 1e8),
+    (5, 3, 4, [12, 15, 20], [-6] * 3, 0.0),
+    (6, 3, 4, [12, 15, 20], [6] * 3, 1e3),
+    (7, 3, 4, [12, 15, 20], [-3, 0, 3], 0.0),
+])
+def test_certified_baselines_hold_at_every_scale(estimator, seed, m, p, sizes, exponents, level):
+    baseline_case(estimator(), seed, m, p, sizes, exponents, level)
+
+
+def test_dual_bound_is_safe_on_unscaled_data_with_a_large_level():
+    """The formulation alone (no rescaling): the rounding allowance keeps the bound valid."""
+    Xs, ys = base_tasks(834, 4, 6, [18, 23, 9, 15])
+    As = fitted_design(Xs, True, True)
+    for level, coupling in ((1e9, "independent"), (1e9, "pooled"), (1e6, "vanilla")):
+        shifted = [y + level for y in ys]
+        problem = ArmulProblem.from_tasks(As, shifted, c=0.0 if coupling != "vanilla" else 0.5)
+        caps = problem.w * problem.lam
+        if coupling == "vanilla":
+            lower, upper = armul_optimum(As, ys, caps, "squared")
+            theta = fista(ArmulProblem.from_tasks(As, ys, c=0.5), rel_gap=1e-12).theta
+        elif coupling == "pooled":
+            lower = upper = least_squares_optimum([np.vstack(As)], [np.concatenate(ys)])
+            theta = np.tile(np.linalg.lstsq(np.vstack(As), np.concatenate(ys), rcond=None)[0], (4, 1))
+        else:
+            lower = upper = least_squares_optimum(As, ys)
+            theta = np.array([np.linalg.lstsq(A, y, rcond=None)[0] for A, y in zip(As, ys)])
+        theta[:, 0] += level
+        bound = problem.dual_bound(theta, coupling)
+        assert bound is not None and bound <= upper * (1 + TOL), (coupling, bound, upper)
+        assert bound >= lower * (1 - 1e-3), (coupling, bound, lower)  # and not vacuous
