@@ -47,6 +47,7 @@ import scipy.linalg
 from scipy.special import expit, xlogy
 
 from ..errors import InvalidDataError, InvalidParameterError
+from .least_squares import rounding_factor, safe_min_eigenvalue
 
 LOSSES = ("squared", "logistic")
 STRUCTURES = ("vanilla", "clustered", "lowrank")
@@ -214,15 +215,15 @@ class ArmulProblem:
         if self.loss == "squared":
             terms = np.where(self.mask, s * self.y + s**2 / (2 * c), 0.0)
             size = np.where(self.mask, np.abs(s * self.y) + s**2 / (2 * c), 0.0)
-            return float(np.sum(terms)), _gamma(self.mask.sum() + 5) * float(np.sum(size))
+            return float(np.sum(terms)), rounding_factor(self.mask.sum() + 5) * float(np.sum(size))
         a = np.where(self.mask, (1 - 2 * self.y) * s / c, 0.0)
         if np.any(a < 0) or np.any(a > 1):
             return None
         terms = c * (xlogy(a, a) + xlogy(1 - a, 1 - a))
         # a carries one rounding: |h(a) - h(a~)| <= eps a max|h'|, h'(a) = log(a / (1 - a)).
-        slope = 2 + np.abs(np.log(np.maximum(a, _EPS))) + np.abs(np.log(np.maximum(1 - a, _EPS)))
-        allowance = _gamma(self.mask.sum() + 5) * float(np.sum(np.abs(terms)))
-        return float(np.sum(terms)), allowance + 4 * _EPS * float(np.sum(c * a * slope))
+        slope = 2 + np.abs(np.log(np.maximum(a, 1e-300))) + np.abs(np.log(np.maximum(1 - a, 1e-300)))
+        allowance = rounding_factor(self.mask.sum() + 5) * float(np.sum(np.abs(terms)))
+        return float(np.sum(terms)), allowance + 4 * np.finfo(float).eps * float(np.sum(c * a * slope))
 
     @cached_property
     def _pooled_factor(self):
@@ -272,7 +273,7 @@ class ArmulProblem:
         linear, linear_error = 0.0, 0.0
         if coupling == "fixed":
             linear = float(np.sum(s * self.scores(centers)))
-            linear_error = _gamma(self.mask.sum() + self.d + 2) * float(np.sum(
+            linear_error = rounding_factor(self.mask.sum() + self.d + 2) * float(np.sum(
                 np.abs(s) * np.einsum("mnd,md->mn", np.abs(self.X), np.abs(centers))))
         return -sum(conj) + linear - linear_error - violation
 
@@ -285,12 +286,12 @@ class ArmulProblem:
         exceed w_j lambda_j), |r^T beta*| (pooled) or sum_j |u_j^T theta_j*| (independent).
         """
         u = np.einsum("mnd,mn->md", self.X, s)
-        u_error = _gamma(self.X.shape[1] + 1) * np.einsum("mnd,mn->md", np.abs(self.X), np.abs(s))
+        u_error = rounding_factor(self.X.shape[1] + 1) * np.einsum("mnd,mn->md", np.abs(self.X), np.abs(s))
         upper = self._upper_value(Theta, coupling, centers)
         total = 0.0
         if coupling in ("vanilla", "fixed"):
             cap = self.w * self.lam
-            norm = (np.linalg.norm(u, axis=1) * (1 + _gamma(self.d + 3))
+            norm = (np.linalg.norm(u, axis=1) * (1 + rounding_factor(self.d + 3))
                     + np.linalg.norm(u_error, axis=1))
             excess = np.maximum(norm - cap, 0.0)
             if np.any(excess > 0):
@@ -302,7 +303,7 @@ class ArmulProblem:
         if coupling == "independent":
             residual = np.linalg.norm(np.abs(u) + u_error, axis=1)
         else:
-            residual = np.linalg.norm(np.abs(u.sum(axis=0)) + _gamma(self.m) * np.abs(u).sum(axis=0)
+            residual = np.linalg.norm(np.abs(u.sum(axis=0)) + rounding_factor(self.m) * np.abs(u).sum(axis=0)
                                       + u_error.sum(axis=0))
         if not np.any(residual) or self.loss != "squared":
             return total  # logistic: no radius is known, this term is not covered (docstring)
@@ -324,7 +325,7 @@ class ArmulProblem:
             center = np.average(Theta, axis=0, weights=self.w)
             point = np.tile(center, (self.m, 1)) if coupling == "pooled" else Theta
             value = self.objective(point, center)
-        return value * (1 + _gamma(self.mask.sum() + 4 * self.d + 8))
+        return value * (1 + rounding_factor(self.mask.sum() + 4 * self.d + 8))
 
     def _radius(self, coupling, upper) -> np.ndarray | float | None:
         """A bound on ||gamma*|| (vanilla), ||beta*|| (pooled) or ||theta_j*|| per task
@@ -338,12 +339,12 @@ class ArmulProblem:
         weighted_y = np.sqrt(self.row_weight) * np.linalg.norm(self.y, axis=1)
         fit = np.sqrt(2 * upper)
         if coupling == "independent":
-            eig = np.array([_safe_min_eig(G, n) for G, n in zip(self.gram, self.n)])
+            eig = np.array([safe_min_eigenvalue(G, n) for G, n in zip(self.gram, self.n)])
             if np.any(eig <= 0):
                 return None
             return 2 * (weighted_y + fit) / np.sqrt(self.w * eig)
         pooled = np.einsum("m,mik->ik", self.w, self.gram)
-        eig = _safe_min_eig(pooled, int(self.n.max()) + self.m)
+        eig = safe_min_eigenvalue(pooled, int(self.n.max()) + self.m)
         if eig <= 0:
             return None
         spread = 0.0
@@ -351,22 +352,6 @@ class ArmulProblem:
             trace = np.trace(self.gram, axis1=1, axis2=2)
             spread = upper * np.sqrt(np.sum(self.w * trace / (self.w * self.lam) ** 2))
         return 2 * (np.linalg.norm(weighted_y) + fit + spread) / np.sqrt(eig)
-
-
-#: Machine epsilon of float64 (twice the unit roundoff: the allowances are conservative).
-_EPS = float(np.finfo(float).eps)
-
-
-def _gamma(n) -> float:
-    """gamma_n = n eps / (1 - n eps): a float64 sum of n terms is within gamma_n sum |terms|."""
-    return n * _EPS / (1 - n * _EPS)
-
-
-def _safe_min_eig(matrix, n_terms) -> float:
-    """The smallest eigenvalue of a PSD matrix accumulated from n_terms products, less a bound
-    on its rounding and on the eigensolver's (backward stable: a few d eps ||matrix||)."""
-    d = matrix.shape[0]
-    return float(np.linalg.eigvalsh(matrix)[0] - _gamma(n_terms + 4 * d + 2) * np.trace(matrix))
 
 
 def _cholesky(matrix):
