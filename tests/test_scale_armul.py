@@ -87,8 +87,8 @@ def armul_optimum(As, ys, caps, loss):
     derivatives follows eps = 1e-1, 1e-2, .. until eps sum(caps) <= 1e-12 M (warm starts); the
     smoothed minimum M and the true value U at its minimizer bracket the restricted optimum
     (M <= F*_S <= U), up to the Newton decrement g^T H^-1 g / 2 of the last point.  A set S
-    whose minimizer has some ||v_j|| < 10 eps is left to the smaller set without j (same optimum, and
-    better conditioned).  Returns the bracket (lower, upper) of the set with the least U.
+    whose minimizer has some ||v_j|| < 10 eps is left to the smaller set without j (same
+    optimum, better conditioned).  Returns the bracket (lower, upper) of the set with the least U.
     """
     m, d = len(As), As[0].shape[1]
     best = (np.inf, None)
@@ -275,7 +275,8 @@ def test_dual_bound_is_safe_on_unscaled_data_with_a_large_level():
             theta = fista(ArmulProblem.from_tasks(As, ys, c=0.5), rel_gap=1e-12).theta
         elif coupling == "pooled":
             lower = upper = least_squares_optimum([np.vstack(As)], [np.concatenate(ys)])
-            theta = np.tile(np.linalg.lstsq(np.vstack(As), np.concatenate(ys), rcond=None)[0], (4, 1))
+            beta = np.linalg.lstsq(np.vstack(As), np.concatenate(ys), rcond=None)[0]
+            theta = np.tile(beta, (4, 1))
         else:
             lower = upper = least_squares_optimum(As, ys)
             theta = np.array([np.linalg.lstsq(A, y, rcond=None)[0] for A, y in zip(As, ys)])

@@ -43,11 +43,16 @@ class GLMTasks(MTLEstimator):
         Xs = [(X - self._shift) / scale for X in data.Xs]
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
-        scale = (formulation.ResponseScale.of(data.ys, self.fit_intercept) if self.loss == "squared"
-                 else formulation.ResponseScale())
+        scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
+                 if self.loss == "squared" else formulation.ResponseScale())
         self._response_scale = scale
         ys = [(y - scale.level) / scale.factor for y in data.ys]
         return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=c / scale.factor)
+
+    def _level_moves_intercepts_only(self) -> bool:
+        """Whether adding a constant to every y moves only the intercepts of the optimum (so
+        ``_problem`` may remove it): with an intercept, unless a rank constraint couples them."""
+        return self.fit_intercept
 
     def _restored(self, run: prox.ProxRun) -> prox.ProxRun:
         """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
@@ -165,8 +170,11 @@ class ARMUL(GLMTasks):
     Notes
     -----
     Vanilla with solver="prox": ``lower_bound`` is the value of a dual
-    feasible point built from the final iterate (see the formulation), and
-    ``optimal`` means a proven relative gap <= rel_gap.  solver="scip":
+    feasible point built from the final iterate, less a bound on its float64
+    rounding (see the formulation), and ``optimal`` means a proven relative
+    gap <= rel_gap.  With the squared loss every solver works on y without its
+    common level and at unit scale (``ResponseScale``; not the level for
+    low-rank, whose rank constraint binds the intercepts too).  solver="scip":
     SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
@@ -202,6 +210,9 @@ class ARMUL(GLMTasks):
         self.max_iter = max_iter
         self.seed = seed
         self.solve_options = solve_options
+
+    def _level_moves_intercepts_only(self) -> bool:
+        return self.fit_intercept and self.structure != "lowrank"
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         self._check_components(data)

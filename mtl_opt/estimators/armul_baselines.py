@@ -43,7 +43,8 @@ class _Baseline(GLMTasks):
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
             run.status = "optimal"
-        return self._result(data, problem, self._restored(run), solver="newton (mtl_opt)", version=__version__,
+        run = self._restored(run)
+        return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
                             bound_source="dual feasible point from the gradients",
                             rel_gap=GLM_REL_GAP, extra=run.extra)
 
@@ -101,6 +102,9 @@ class LowRankMTL(_Structured):
     """Low-rank MTL: task models in a learned K-dimensional subspace (SVD start)."""
 
     method = "lowrank_mtl"
+
+    def _level_moves_intercepts_only(self) -> bool:
+        return False  # the rank constraint also binds the intercepts
 
     def _run(self, problem):
         run = prox.lowrank_mtl(problem, self.n_components, self._anchors(problem))

@@ -222,8 +222,9 @@ class ArmulProblem:
         terms = c * (xlogy(a, a) + xlogy(1 - a, 1 - a))
         # a carries one rounding: |h(a) - h(a~)| <= eps a max|h'|, h'(a) = log(a / (1 - a)).
         slope = 2 + np.abs(np.log(np.maximum(a, 1e-300))) + np.abs(np.log(np.maximum(1 - a, 1e-300)))
-        allowance = rounding_factor(self.mask.sum() + 5) * float(np.sum(np.abs(terms)))
-        return float(np.sum(terms)), allowance + 4 * np.finfo(float).eps * float(np.sum(c * a * slope))
+        allowance = (rounding_factor(self.mask.sum() + 5) * float(np.sum(np.abs(terms)))
+                     + 4 * np.finfo(float).eps * float(np.sum(c * a * slope)))
+        return float(np.sum(terms)), allowance
 
     @cached_property
     def _pooled_factor(self):
@@ -286,7 +287,8 @@ class ArmulProblem:
         exceed w_j lambda_j), |r^T beta*| (pooled) or sum_j |u_j^T theta_j*| (independent).
         """
         u = np.einsum("mnd,mn->md", self.X, s)
-        u_error = rounding_factor(self.X.shape[1] + 1) * np.einsum("mnd,mn->md", np.abs(self.X), np.abs(s))
+        u_error = rounding_factor(self.X.shape[1] + 1) * np.einsum(
+            "mnd,mn->md", np.abs(self.X), np.abs(s))
         upper = self._upper_value(Theta, coupling, centers)
         total = 0.0
         if coupling in ("vanilla", "fixed"):
@@ -303,8 +305,8 @@ class ArmulProblem:
         if coupling == "independent":
             residual = np.linalg.norm(np.abs(u) + u_error, axis=1)
         else:
-            residual = np.linalg.norm(np.abs(u.sum(axis=0)) + rounding_factor(self.m) * np.abs(u).sum(axis=0)
-                                      + u_error.sum(axis=0))
+            residual = np.linalg.norm(np.abs(u.sum(axis=0)) + u_error.sum(axis=0)
+                                      + rounding_factor(self.m) * np.abs(u).sum(axis=0))
         if not np.any(residual) or self.loss != "squared":
             return total  # logistic: no radius is known, this term is not covered (docstring)
         radius = self._radius(coupling, upper)

@@ -80,8 +80,8 @@ def distance_lower_bound(A, b, coef, resid, min_eig) -> float:
     n, d = A.shape
     if min_eig <= 0:
         return 0.0
-    resid_error = float(np.linalg.norm(
-        rounding_factor(d + 2) * (np.abs(b) + np.abs(A) @ np.abs(coef)))) * (1 + rounding_factor(n + 2))
+    resid_error = float(np.linalg.norm(rounding_factor(d + 2) * (np.abs(b) + np.abs(A) @ np.abs(coef))))
+    resid_error *= 1 + rounding_factor(n + 2)
     norm_low = float(np.linalg.norm(resid)) * (1 - rounding_factor(n + 2)) - resid_error
     grad_up = (float(np.linalg.norm(A.T @ resid)) * (1 + rounding_factor(d + 2))
                + float(np.linalg.norm(np.abs(A).T @ np.abs(resid))) * rounding_factor(n + 3)
