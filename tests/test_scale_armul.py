@@ -227,13 +227,13 @@ def instances(draw, max_tasks=3, max_features=6):
     return draw(st.integers(0, 10**6)), m, p, sizes, exponents, level
 
 
-@settings(max_examples=10, deadline=None, derandomize=True)
+@settings(max_examples=8, deadline=None, derandomize=True)
 @given(instances(), st.sampled_from([0.2, 1.0, 2.0]))
 def test_vanilla_armul_certificate_holds_at_every_scale(instance, c):
     armul_case(*instance, c=c)
 
 
-@settings(max_examples=4, deadline=None, derandomize=True)
+@settings(max_examples=3, deadline=None, derandomize=True)
 @given(st.integers(0, 10**6), st.integers(2, 3), st.sampled_from([-3, 0, 3]), st.booleans())
 def test_logistic_armul_certificate_holds_for_scaled_features(seed, m, exponent, standardize):
     armul_case(seed, m, 3, [40] * m, None, 0.0, loss="logistic", standardize=standardize,
