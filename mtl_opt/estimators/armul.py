@@ -26,7 +26,9 @@ class GLMTasks(MTLEstimator):
     ``standardize`` scales every feature by one pooled mean and standard
     deviation (the same for all tasks, so a shared center keeps its meaning);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
-    other coefficient.  y is never transformed.
+    other coefficient.  With the squared loss the solvers see y without its common
+    level and at unit scale (``ResponseScale``); estimates, objectives and bounds are
+    mapped back exactly, so reported values are on the data's scale.
     """
 
     def _problem(self, data: MultiTaskData, c: float) -> ArmulProblem:
@@ -41,7 +43,26 @@ class GLMTasks(MTLEstimator):
         Xs = [(X - self._shift) / scale for X in data.Xs]
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
-        return ArmulProblem.from_tasks(Xs, data.ys, loss=self.loss, c=c)
+        scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
+                 if self.loss == "squared" else formulation.ResponseScale())
+        self._response_scale = scale
+        ys = [(y - scale.level) / scale.factor for y in data.ys]
+        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=c / scale.factor)
+
+    def _level_moves_intercepts_only(self) -> bool:
+        """Whether adding a constant to every y moves only the intercepts of the optimum (so
+        ``_problem`` may remove it): with an intercept, unless a rank constraint couples them."""
+        return self.fit_intercept
+
+    def _restored(self, run: prox.ProxRun) -> prox.ProxRun:
+        """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
+        scale = self._response_scale
+        extra = dict(run.extra)
+        if "centers" in extra:
+            extra["centers"] = scale.to_original(extra["centers"])
+        return prox.ProxRun(scale.to_original(run.theta), scale.to_original(run.centers),
+                            scale.value(run.objective), scale.value(run.lower_bound), run.status,
+                            run.n_iter, run.log, extra)
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -149,8 +170,11 @@ class ARMUL(GLMTasks):
     Notes
     -----
     Vanilla with solver="prox": ``lower_bound`` is the value of a dual
-    feasible point built from the final iterate (see the formulation), and
-    ``optimal`` means a proven relative gap <= rel_gap.  solver="scip":
+    feasible point built from the final iterate, less a bound on its float64
+    rounding (see the formulation), and ``optimal`` means a proven relative
+    gap <= rel_gap.  With the squared loss every solver works on y without its
+    common level and at unit scale (``ResponseScale``; not the level for
+    low-rank, whose rank constraint binds the intercepts too).  solver="scip":
     SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
@@ -187,6 +211,9 @@ class ARMUL(GLMTasks):
         self.seed = seed
         self.solve_options = solve_options
 
+    def _level_moves_intercepts_only(self) -> bool:
+        return self.fit_intercept and self.structure != "lowrank"
+
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         self._check_components(data)
         if self.structure != "vanilla" and self.n_components is None:
@@ -202,7 +229,7 @@ class ARMUL(GLMTasks):
             run, version = self._solve_scip(problem, options)
             return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
         if self.structure == "vanilla":
-            theta0, center0 = _warm_start(init, problem)
+            theta0, center0 = _warm_start(init, problem, self._response_scale)
             run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
         elif self.structure == "clustered":
             run = prox.clustered_armul(problem, self.n_components, self._anchors(problem),
@@ -245,7 +272,7 @@ class ARMUL(GLMTasks):
         return run, out.solver_version
 
     def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
-        extra = {}
+        run, extra = self._restored(run), {}
         if self.structure == "vanilla":
             self.center_, center_intercept = (a[0] for a in self._to_original(run.centers[0]))
             self.center_intercept_ = float(center_intercept)
@@ -260,14 +287,15 @@ class ARMUL(GLMTasks):
                             bound_source=bound_source, rel_gap=options.rel_gap, extra=extra)
 
 
-def _warm_start(init: FitResult | None, problem: ArmulProblem):
-    """(theta, center) of a previous vanilla fit with the same shape, else (None, None)."""
+def _warm_start(init: FitResult | None, problem: ArmulProblem, scale):
+    """(theta, center) of a previous vanilla fit with the same shape on the solver's scale,
+    else (None, None)."""
     if init is None or "theta_fitted" not in init.extra:
         return None, None
     theta = np.asarray(init.extra["theta_fitted"])
     if theta.shape != (problem.m, problem.d):
         return None, None
-    return theta, np.asarray(init.extra["centers_fitted"])[0]
+    return scale.to_scaled(theta), scale.to_scaled(np.asarray(init.extra["centers_fitted"])[0])
 
 
 def mean_squared_error(ys, preds) -> float:

@@ -43,6 +43,7 @@ class _Baseline(GLMTasks):
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
             run.status = "optimal"
+        run = self._restored(run)
         return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
                             bound_source="dual feasible point from the gradients",
                             rel_gap=GLM_REL_GAP, extra=run.extra)
@@ -91,7 +92,8 @@ class ClusteredMTL(_Structured):
     def _run(self, problem):
         run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
                                  np.random.default_rng(self.seed), n_init=self.n_init)
-        self.centers_, self.centers_intercept_ = self._to_original(run.extra["centers"])
+        self.centers_, self.centers_intercept_ = self._to_original(
+            self._response_scale.to_original(run.extra["centers"]))
         self.labels_ = run.extra["labels"]
         return run
 
@@ -100,6 +102,9 @@ class LowRankMTL(_Structured):
     """Low-rank MTL: task models in a learned K-dimensional subspace (SVD start)."""
 
     method = "lowrank_mtl"
+
+    def _level_moves_intercepts_only(self) -> bool:
+        return False  # the rank constraint also binds the intercepts
 
     def _run(self, problem):
         run = prox.lowrank_mtl(problem, self.n_components, self._anchors(problem))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import ols, with_intercept
+from ..formulations.least_squares import ols, rounding_factor, with_intercept
 from ..result import FitResult, certified_status
 from ._ols import per_task_ols, split_intercept
 from .base import BOOLEAN, MTLEstimator
@@ -23,8 +23,9 @@ class PerTaskOLS(MTLEstimator):
 
     Notes
     -----
-    The lower bound is f(beta) - 1/2 g^T H^{-1} g per task, exact for a
-    quadratic, so ``status`` is ``optimal`` whenever the linear algebra is accurate.
+    The lower bound is the proven least-squares bound of
+    ``mtl_opt.formulations.least_squares.ols`` per task (tight at the optimum), so
+    ``status`` is ``optimal`` whenever the linear algebra is accurate.
     """
 
     method = "ols"
@@ -38,7 +39,8 @@ class PerTaskOLS(MTLEstimator):
         coef, intercept = split_intercept(np.array([f.coef for f in fits]), self.fit_intercept)
         return _least_squares_result(
             self.method, data, coef, intercept, sum(f.objective for f in fits),
-            sum(f.lower_bound for f in fits), "sum of per-task mean squared errors / 2")
+            sum(f.lower_bound for f in fits) * (1 - rounding_factor(len(fits))),
+            "sum of per-task mean squared errors / 2")
 
 
 class PooledOLS(MTLEstimator):
@@ -67,6 +69,6 @@ def _least_squares_result(method, data, coef, intercept, objective, lower, objec
     return FitResult(
         method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
         status=certified_status(objective, lower, LS_REL_GAP), objective_name=objective_name,
-        bound_source="exact quadratic bound f - g^T H^-1 g / 2", solver="numpy/scipy",
+        bound_source="least-squares distance bound, safe in float64", solver="numpy/scipy",
         solver_version=np.__version__, task_names=list(data.task_names),
         feature_names=list(data.feature_names))

@@ -2,9 +2,13 @@
 
     f(beta) = 1/(2 n) ||y - A beta||^2        (A may contain a column of ones)
 
-f is a convex quadratic with Hessian H = A^T A / n, so at any point
-``f* = f(beta) - 1/2 g^T H^{-1} g`` with g the gradient: evaluating that at the
-returned estimate gives a lower bound that is exact up to float64 rounding.
+f* = dist(y, range A)^2 / (2n).  At the returned beta with residual r,
+dist >= ||r|| - ||A^T r|| / sqrt(lambda_min(A^T A)) (the projection of r on
+range A is A H^-1 A^T r / n); each quantity is bounded in the safe direction
+for float64 rounding (``rounding_factor``), so the lower bound is proven, and
+tight at the optimum, where A^T r ~ 0.  With a column of ones y's common level
+is removed first (it moves only that coefficient), so the residual is computed
+without cancellation.
 """
 
 from __future__ import annotations
@@ -50,15 +54,58 @@ def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
             f"{name}: X^T X is singular or nearly so (smallest/largest eigenvalue "
             f"{eig[0] / eig[-1]:.2e}); some features are collinear or constant within this "
             f"task. Drop them, or use a high-dimensional method.")
+    ones = np.flatnonzero(np.all(A == 1.0, axis=0))
+    level = float(np.mean(y)) if ones.size else 0.0
+    shifted = y - level  # rounding: within eps |y - level| (exact near the level, Sterbenz)
     factor = scipy.linalg.cho_factor(gram)
-    coef = scipy.linalg.cho_solve(factor, A.T @ y)
-    resid = y - A @ coef
+    coef = scipy.linalg.cho_solve(factor, A.T @ shifted)
+    resid = shifted - A @ coef
     rss = float(resid @ resid)
-    grad = -(A.T @ resid) / n
-    lower = rss / (2 * n) - 0.5 * n * float(grad @ scipy.linalg.cho_solve(factor, grad))
+    dist = (distance_lower_bound(A, shifted, coef, resid, safe_min_eigenvalue(gram, n))
+            - _EPS * float(np.linalg.norm(shifted)) * (level != 0.0))
+    lower = max(dist, 0.0) ** 2 / (2 * n) * (1 - rounding_factor(4))
     gram_inv_diag = np.diag(scipy.linalg.cho_solve(factor, np.eye(d)))
+    if ones.size:
+        coef[ones[0]] += level
     return OLSFit(coef=coef, objective=rss / (2 * n), lower_bound=lower, rss=rss,
                   gram_inv_diag=gram_inv_diag)
+
+
+def distance_lower_bound(A, b, coef, resid, min_eig) -> float:
+    """A proven lower bound on dist(b, range A) from the float residual ``resid`` = b - A coef.
+
+    dist >= ||r|| - ||A^T r|| / sqrt(min_eig) for the exact r, whose distance to ``resid`` is
+    at most gamma_(d+2) (|b| + |A| |coef|) entrywise; min_eig <= lambda_min(A^T A).
+    """
+    n, d = A.shape
+    if min_eig <= 0:
+        return 0.0
+    resid_error = float(np.linalg.norm(rounding_factor(d + 2) * (np.abs(b) + np.abs(A) @ np.abs(coef))))
+    resid_error *= 1 + rounding_factor(n + 2)
+    norm_low = float(np.linalg.norm(resid)) * (1 - rounding_factor(n + 2)) - resid_error
+    grad_up = (float(np.linalg.norm(A.T @ resid)) * (1 + rounding_factor(d + 2))
+               + float(np.linalg.norm(np.abs(A).T @ np.abs(resid))) * rounding_factor(n + 3)
+               + float(np.linalg.norm(A)) * resid_error) * (1 + rounding_factor(n + d + 4))
+    return norm_low - grad_up / np.sqrt(min_eig) * (1 + rounding_factor(4))
+
+
+#: Machine epsilon of float64 (twice the unit roundoff: the allowances are conservative).
+_EPS = float(np.finfo(float).eps)
+
+
+def rounding_factor(n) -> float:
+    """gamma_n = n eps / (1 - n eps): a float64 sum of n products is within gamma_n times the
+    sum of their absolute values (Higham, Thm 3.1; Neumaier and Shcherbina, Math. Prog. 2004)."""
+    return n * _EPS / (1 - n * _EPS)
+
+
+def safe_min_eigenvalue(matrix, n_terms) -> float:
+    """A lower bound on the smallest eigenvalue of the exact PSD matrix of which ``matrix`` is
+    the float64 accumulation of n_terms products: less its rounding and the eigensolver's
+    backward error (a few d eps ||matrix||), both below gamma * trace."""
+    d = matrix.shape[0]
+    return float(np.linalg.eigvalsh(matrix)[0]
+                 - rounding_factor(n_terms + 4 * d + 2) * np.trace(matrix))
 
 
 def with_intercept(X: np.ndarray) -> np.ndarray:

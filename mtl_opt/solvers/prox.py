@@ -87,9 +87,10 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
         objective = problem.objective(theta, offset(center))
         bound = problem.dual_bound(theta, "vanilla" if shared else "fixed", centers)
         best = best if bound is None else max(best, bound)
-        gap = (objective - best) / max(abs(objective), 1e-12)
-        log.append({"iter": it, "objective": objective, "lower_bound": best, "rel_gap": gap})
-        if gap <= rel_gap:
+        gap = objective - best
+        log.append({"iter": it, "objective": objective, "lower_bound": best,
+                    "rel_gap": gap / max(abs(objective), 1e-300)})
+        if gap <= rel_gap * abs(objective):  # relative, no absolute floor: scale-free
             status = "optimal"
             break
     return ProxRun(theta, np.broadcast_to(offset(center), (m, d)).copy(), objective,
