@@ -38,13 +38,19 @@ def absolute_gap(objective: float | None, bound: float | None) -> float | None:
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
-    """``(objective - bound) / max(|objective|, 1e-12)``: the one gap definition used everywhere."""
+    """``(objective - bound) / |objective|``: the one gap definition used everywhere.
+
+    Purely relative, with no absolute floor: a floor (it was 1e-12) would call a tiny
+    objective with a bound of 0 "optimal" although nothing is proven about it relative to
+    its size.  0 when the two are equal (also 0/0); inf when the objective is 0 and the
+    bound below it."""
     gap = absolute_gap(objective, bound)
     if gap is None:
         return None
-    if gap == 0.0:  # also covers 0/0
+    if gap == 0.0:
         return 0.0
-    return gap / max(abs(float(objective)), 1e-12)
+    objective = abs(float(objective))
+    return gap / objective if objective > 0 else math.copysign(math.inf, gap)
 
 
 #: Relative rounding margin of the bound guard: a lower bound may exceed the float64 objective

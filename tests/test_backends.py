@@ -439,7 +439,8 @@ def test_native_options_translate_and_solver_options_come_last():
     (10.0, 9.0, 0.1, 1.0),
     (-10.0, -11.0, 0.1, 1.0),
     (0.0, 0.0, 0.0, 0.0),
-    (0.0, -1.0, 1e12, 1.0),
+    (0.0, -1.0, float("inf"), 1.0),
+    (1e-20, 0.0, 1.0, 1e-20),
     (None, 1.0, None, None),
     (1.0, None, None, None),
 ])
