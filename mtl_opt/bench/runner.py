@@ -208,8 +208,9 @@ class ResultStore:
             else:
                 rows.append(row)
         if bad:
-            warn(f"{self.json_path}: ignored {len(bad)} line(s) that are not result rows (line "
-                 f"{', '.join(map(str, bad))}); the file is rewritten without them.")
+            warn(f"{self.json_path}: ignored {len(bad)} line(s) that are not result rows "
+                 f"(line{'s' * (len(bad) > 1)} {', '.join(map(str, bad))}); the file is rewritten "
+                 f"without them.")
         return rows
 
     def append(self, row: dict) -> None:
