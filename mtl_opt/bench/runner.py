@@ -5,9 +5,11 @@ that is killed at a hard wall-clock limit.  Cells run in local threads through
 joblib (each thread only waits on its child process) or on a Dask cluster.
 The parent appends every finished row to ``results.jsonl`` and ``results.csv``
 as it arrives (each write closes, and so flushes, the file), so an
-interrupted run loses only the cells that were running.  A cell is identified
+interrupted run loses only the cells that were running (Ctrl-C kills them,
+and a killed parent takes them along: ``CellProcesses``).  A cell is identified
 by (instance, solver, repeat, time_limit); cells already in ``results.jsonl``
-are not run again, and ``results.csv`` is rewritten from it on resume.
+are not run again, and on resume both files are rewritten (atomically) from its
+valid rows, without the lines that are no row.
 """
 
 from __future__ import annotations

@@ -205,8 +205,8 @@ class ARMUL(GLMTasks):
         if self.solver == "scip" and self.structure == "clustered" and not (
                 self.loss == "squared" and self.c > 0):
             raise InvalidParameterError(
-                "ARMUL(structure='clustered', solver='scip') needs loss='squared' and c > 0: the "
-                "exact model's big-M is derived from them; use solver='prox'.")
+                "ARMUL(structure='clustered', solver='scip') needs the squared loss and c > 0 "
+                "(the exact model's big-M comes from them); use solver='prox'.")
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
