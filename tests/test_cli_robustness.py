@@ -67,8 +67,7 @@ def copy_instance(name: str, into: Path) -> Path:
 
 def test_bad_output_paths_fail_before_any_work_and_leave_the_inputs_alone(tmp_path):
     molar, sparse = copy_instance("tiny_molar", tmp_path), copy_instance("tiny_sparse_l0l2", tmp_path)
-    bandit, collab = (shutil.copy(ROOT / "instances" / name, tmp_path)
-                      for name in ("molarb_model_c.toml", "affpcl_synthetic.toml"))
+    collab = shutil.copy(ROOT / "instances" / "affpcl_synthetic.toml", tmp_path)
     a_file = tmp_path / "a_file"
     a_file.write_text("not a directory")
     inputs = {p: p.read_bytes() for p in tmp_path.iterdir()}
@@ -80,7 +79,6 @@ def test_bad_output_paths_fail_before_any_work_and_leave_the_inputs_alone(tmp_pa
         ("validate", molar, "--out", unwritable / "r.json"),
         ("export", sparse, "--out", sparse),
         ("bench", molar, "--solvers", "median-sort", "--out", a_file),
-        ("bandit", bandit, "--horizon", 50, "--trials", 1, "--quiet", "--plot", unwritable / "r.png"),
         ("collab", collab, "--horizon", 50, "--runs", 1, "--quiet", "--plot", collab),
     ]
     for case, outcome in zip(cases, run_all(*cases)):
