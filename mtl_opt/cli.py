@@ -18,6 +18,7 @@ from .bench import command as bench_command
 from .collab import command as collab_command
 from .errors import (CapabilityError, InstanceFileError, InvalidDataError, InvalidParameterError,
                      MTLOptError, SolverError, SolverUnavailableError)
+from .outputs import atomic_path, check_output
 
 
 class ExitCode(enum.IntEnum):
@@ -29,6 +30,8 @@ class ExitCode(enum.IntEnum):
     INVALID_INPUT = 2
     #: the solver failed or returned no solution
     SOLVER_FAILURE = 3
+    #: interrupted (Ctrl-C); finished work is kept
+    INTERRUPTED = 130
 
 
 ERROR_CODES = {
@@ -45,7 +48,12 @@ EPILOG = """exit codes:
   0  an estimate was produced (the report says whether its gap is proven)
   1  internal error (a bug in mtl-opt)
   2  invalid input: instance file, data, parameters, or a backend that cannot do the job
-  3  solver failure: the solver is missing, failed, or found no solution"""
+  3  solver failure: the solver is missing, failed, or found no solution
+  130  interrupted (Ctrl-C): child processes are stopped, finished work is kept
+
+output paths are checked before any work: missing directories are created; a
+directory, an input file or an unwritable place is an error (exit 2).  Files
+are written atomically: a failed write leaves the previous file intact."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,10 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check an instance file and its data without solving")
     validate.add_argument("instance", type=Path)
+    validate.add_argument("--out", type=Path, help="also check that a result can be written here")
 
     export = commands.add_parser("export", help="write a sparse_mtl instance's MIQP or OA master as LP/MPS")
     export.add_argument("instance", type=Path)
-    export.add_argument("--format", choices=["lp", "mps"], default="lp")
+    export.add_argument("--format", choices=["lp", "mps"], default="mps",
+                        help="mps (default) or lp (the master only: SCIP's LP reader rejects the MIQP's)")
     export.add_argument("--model", choices=["miqp", "master"], default="miqp",
                         help="the Big-M MIQP, or the outer-approximation master with its first cuts")
     export.add_argument("--out", type=Path, help="output file (default: out/<instance>.<model>.<format>)")
@@ -92,12 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     except MTLOptError as exc:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)
         return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))
+    except KeyboardInterrupt as exc:  # a command that keeps finished work says where in exc
+        print(f"mtl-opt: interrupted{f'; {exc}' if str(exc) else ''}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
 
 
 def _solve(args) -> int:
     from .instance import load_instance
 
     instance = load_instance(args.instance)
+    out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
     data = instance.load_data()
     estimator = instance.estimator(backend=args.backend, time_limit=args.time_limit,
                                    rel_gap=args.rel_gap)
@@ -107,8 +121,6 @@ def _solve(args) -> int:
         print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
               f"parameters: {changed}\n")
     result = estimator.fit(data).result_
-    out = args.out or Path("out") / f"{args.instance.stem}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     result.to_json(out)
     if not args.quiet:
         print(result.summary())
@@ -120,8 +132,10 @@ def _validate(args) -> int:
     from .instance import load_instance
 
     instance = load_instance(args.instance)
+    if args.out is not None:
+        check_output(args.out, inputs=instance.files)
     data = instance.load_data()
-    instance.estimator()
+    instance.estimator().check(data)
     print(f"{args.instance}: valid ({instance.method}, K={data.n_tasks} tasks, "
           f"p={data.n_features} features, n={data.n_total} observations)")
     return ExitCode.OK
@@ -135,11 +149,16 @@ def _export(args) -> int:
     if not hasattr(estimator, "exact_model"):
         raise InstanceFileError(f"{args.instance}: export needs a sparse_mtl instance; "
                                 f"method {instance.method!r} has no exact model.")
+    if (args.model, args.format) == ("miqp", "lp"):
+        raise InvalidParameterError(
+            "the MIQP cannot be exported as LP: Pyomo writes its quadratic terms as 'x ^ 2', which "
+            "SCIP's LP reader rejects; use --format mps (or --model master for LP).")
+    out = check_output(args.out or Path("out") / f"{args.instance.stem}.{args.model}.{args.format}",
+                       inputs=instance.files)
     model = estimator.exact_model(instance.load_data(), kind=args.model)
-    out = args.out or Path("out") / f"{args.instance.stem}.{args.model}.{args.format}"
-    out.parent.mkdir(parents=True, exist_ok=True)
     pyomo_format = {"lp": "cpxlp", "mps": "mps"}[args.format]
-    model.write(str(out), format=pyomo_format, io_options={"symbolic_solver_labels": True})
+    with atomic_path(out) as temporary:
+        model.write(str(temporary), format=pyomo_format, io_options={"symbolic_solver_labels": True})
     print(f"wrote {out} ({args.model}, {args.format.upper()})")
     return ExitCode.OK
 

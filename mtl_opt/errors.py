@@ -26,6 +26,10 @@ class InstanceFileError(MTLOptError, ValueError):
     """An instance file cannot be read, has unknown keys or bad values."""
 
 
+class OutputError(MTLOptError, OSError):
+    """An output file cannot be written where asked: a directory, an input file, no permission, a full disk."""
+
+
 class CapabilityError(MTLOptError, ValueError):
     """A backend was asked for a problem class it cannot solve (e.g. MIQP on HiGHS)."""
 

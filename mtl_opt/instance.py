@@ -50,10 +50,21 @@ class Instance:
     backend: str | None = None
     options: SolveOptions = field(default_factory=SolveOptions)
 
+    @property
+    def data_path(self) -> Path:
+        """The data file, resolved against the instance file's directory."""
+        return (self.path.parent / self.data_spec["path"]).resolve()
+
+    @property
+    def files(self) -> tuple[Path, Path]:
+        """The files this instance reads (which no output may overwrite)."""
+        return self.path, self.data_path
+
     def load_data(self) -> MultiTaskData:
         """Read the data file the instance points to."""
         spec = dict(self.data_spec)
-        data_path = (self.path.parent / spec.pop("path")).resolve()
+        spec.pop("path")
+        data_path = self.data_path
         if data_path.suffix == ".npz":
             return MultiTaskData.from_npz(data_path, **spec)
         return MultiTaskData.from_csv(data_path, **spec)

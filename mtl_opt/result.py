@@ -209,10 +209,13 @@ class FitResult:
         return out
 
     def to_json(self, path: str | Path | None = None) -> str:
-        """Serialize losslessly (``from_json(to_json())`` gives an equal result)."""
+        """Serialize losslessly (``from_json(to_json())`` gives an equal result); a ``path`` is
+        written atomically, so a failed write leaves the file there before intact."""
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
-            Path(path).write_text(text + "\n")
+            from .outputs import write_text
+
+            write_text(path, text + "\n")
         return text
 
     @classmethod

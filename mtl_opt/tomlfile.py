@@ -18,6 +18,9 @@ def read_toml(path: Path, what: str) -> dict:
         return tomllib.loads(Path(path).read_text())
     except FileNotFoundError:
         raise InstanceFileError(f"{what} {str(path)!r} does not exist.") from None
+    except OSError as exc:  # a directory, no permission...
+        raise InstanceFileError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}; "
+                                f"expected a readable TOML file.") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InstanceFileError(f"{path}: not valid TOML: {exc}.") from None
 

@@ -26,10 +26,16 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     """Run ``args.experiment``; print the setup and the table of final cumulative regrets."""
+    from ..outputs import atomic_path, check_output
+    from ..plotting import pyplot
     from .config import load_bandit_experiment
     from .runner import plot_regret
 
     experiment = load_bandit_experiment(args.experiment)
+    target = args.plot or experiment.plot
+    if target is not None:  # a bad plot path or a missing matplotlib is found before the run
+        check_output(target, inputs=[args.experiment], what="plot")
+        pyplot()
     result = experiment.execute(progress=not args.quiet, horizon=args.horizon,
                                 trials=args.trials, seed=args.seed)
     env = experiment.environment
@@ -37,8 +43,8 @@ def run(args) -> int:
     print(f"{type(env).__name__}: {env.n_users} users, {env.n_arms} arms, dim {env.dim}; "
           f"{result.regret.shape[1]} trials x {result.regret.shape[2]} rounds\n")
     print(result.table())
-    target = args.plot or experiment.plot
     if target is not None:
-        plot_regret(result, target, title=args.experiment.stem)
+        with atomic_path(target) as temporary:
+            plot_regret(result, temporary, title=args.experiment.stem)
         print(f"\n  Plot  {target}")
     return 0

@@ -1,7 +1,8 @@
 """One benchmark fit in its own process: ``python -m mtl_opt.bench.cell`` (JSON in on stdin).
 
-The input is ``{"instance": path, "params": {...}, "time_limit": seconds}``;
-the last stdout line that starts with ``MARKER`` carries the outcome as JSON.
+The input is ``{"instance": path, "params": {...}, "time_limit": seconds,
+"parent": pid}``; the last stdout line that starts with ``MARKER`` carries the
+outcome as JSON.  The cell dies with its parent (``die_with_parent``).
 Running each fit in a fresh process lets the parent kill it at a hard
 wall-clock limit, and makes the process's peak resident set size
 (``getrusage``) the memory of this one fit, native solver memory included.
@@ -9,12 +10,28 @@ wall-clock limit, and makes the process's peak resident set size
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
 import resource
+import signal
 import sys
 import time
 
 MARKER = "MTL_OPT_BENCH_RESULT "
+#: prctl option: the signal this process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """On Linux, be killed (SIGKILL) when the parent dies, so that a killed ``mtl-opt bench``
+    leaves no orphaned fit running; elsewhere nothing happens."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def peak_rss_mb() -> float:
@@ -50,7 +67,9 @@ def trace(log: list) -> list:
 
 def main() -> int:
     try:
-        outcome = fit(json.loads(sys.stdin.read()))
+        payload = json.loads(sys.stdin.read())
+        die_with_parent(payload["parent"])
+        outcome = fit(payload)
     except Exception as exc:  # recorded as a crashed cell; the benchmark goes on
         outcome = {"status": "crashed", "error": f"{type(exc).__name__}: {exc}"}
     print(MARKER + json.dumps(outcome), flush=True)

@@ -7,6 +7,7 @@ and returns an exit code (0), raising ``mtl_opt.errors`` exceptions on bad input
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .. import __version__
@@ -57,6 +58,8 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run the benchmark grid; print progress, the table and where the results are."""
     from ..errors import InvalidParameterError
+    from ..instance import load_instance
+    from ..outputs import atomic_path, check_output
     from .runner import format_table, run_bench
     from .solvers import resolve
 
@@ -66,6 +69,10 @@ def run(args) -> int:
     if not args.instances:
         raise InvalidParameterError("mtl-opt bench needs at least one instance file.")
     solvers = resolve(None if args.solvers is None else [s.strip() for s in args.solvers.split(",")])
+    inputs = [file for path in args.instances for file in load_instance(path).files]
+    plots = [args.out / "profile.png", args.out / "gap_time.png"] if args.plot else []
+    for path in [args.out / "results.csv", args.out / "results.jsonl", *plots]:
+        check_output(path, inputs=inputs)
     if args.plot:
         from ..plotting import pyplot
 
@@ -82,14 +89,16 @@ def run(args) -> int:
     rows = run_bench(args.instances, solvers, time_limit=args.time_limit, repeats=args.repeats,
                      jobs=args.jobs, scheduler=args.scheduler, out=args.out, hard_limit=args.hard_limit,
                      fresh=args.fresh, retry_crashed=args.retry_crashed,
-                     progress=None if args.quiet else progress)
+                     progress=None if args.quiet else progress,
+                     warn=lambda text: print(f"mtl-opt: warning: {text}", file=sys.stderr))
     print()
     print(format_table(rows, markdown=args.markdown))
     print(f"\n  Results  {args.out / 'results.csv'}, {args.out / 'results.jsonl'}")
     if args.plot:
         from .plots import plot_gap_time, plot_profile
 
-        plot_profile(rows, args.out / "profile.png")
-        plot_gap_time(rows, args.out / "gap_time.png")
-        print(f"  Plots    {args.out / 'profile.png'}, {args.out / 'gap_time.png'}")
+        for draw, path in zip((plot_profile, plot_gap_time), plots):
+            with atomic_path(path) as temporary:
+                draw(rows, temporary)
+        print(f"  Plots    {', '.join(map(str, plots))}")
     return 0

@@ -83,7 +83,11 @@ def plot_gap_time(rows: list[dict], path: Path) -> None:
     for r in rows:
         if r["repeat"] == 0 and r["rel_gap"] is not None:
             by_instance[Path(r["instance"]).stem].append(r)
-    if not by_instance:
+    if not by_instance:  # still a file, as the command reports one
+        fig = plt.figure(figsize=(4.2, 1.5))
+        fig.text(0.5, 0.5, "no solver reported a gap", ha="center", va="center")
+        fig.savefig(path, dpi=80)
+        plt.close(fig)
         return
     cols = min(3, len(by_instance))
     nrows = math.ceil(len(by_instance) / cols)

@@ -5,9 +5,11 @@ that is killed at a hard wall-clock limit.  Cells run in local threads through
 joblib (each thread only waits on its child process) or on a Dask cluster.
 The parent appends every finished row to ``results.jsonl`` and ``results.csv``
 as it arrives (each write closes, and so flushes, the file), so an
-interrupted run loses only the cells that were running.  A cell is identified
+interrupted run loses only the cells that were running (Ctrl-C kills them,
+and a killed parent takes them along: ``CellProcesses``).  A cell is identified
 by (instance, solver, repeat, time_limit); cells already in ``results.jsonl``
-are not run again, and ``results.csv`` is rewritten from it on resume.
+are not run again, and on resume both files are rewritten (atomically) from its
+valid rows, without the lines that are no row.
 """
 
 from __future__ import annotations
@@ -15,15 +17,19 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidParameterError
 from ..instance import load_instance
+from ..outputs import atomic_path
 from ..result import relative_gap
 from .cell import MARKER
 from .solvers import BenchSolver, full_params
@@ -94,21 +100,77 @@ def plan(instances: list[str], solvers: list[BenchSolver], *, time_limit: float,
     return cells, skipped
 
 
-def run_cell(cell: Cell) -> dict:
-    """Fit ``cell`` in a child process; a crash or a hard timeout becomes a row like any other."""
+class CellProcesses:
+    """The cell processes running in this process, so that an interrupt can stop them all.
+
+    Each cell runs in its own session, so a Ctrl-C at the terminal reaches only
+    the parent, which then calls ``stop``: the running cells are killed and no
+    new one starts (their rows are not recorded).  A killed parent takes its
+    cells along by itself (``cell.die_with_parent``).
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self._stopped = False
+
+    def start(self) -> subprocess.Popen | None:
+        """A new cell process, or None once ``stop`` was called."""
+        with self._lock:
+            if self._stopped:
+                return None
+            child = subprocess.Popen([sys.executable, "-m", "mtl_opt.bench.cell"], text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+            self._running.add(child)
+            return child
+
+    def finished(self, child: subprocess.Popen) -> None:
+        with self._lock:
+            self._running.discard(child)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            for child in self._running:
+                child.kill()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._stopped = False
+
+
+CELLS = CellProcesses()
+
+
+def run_cell(cell: Cell) -> dict | None:
+    """Fit ``cell`` in a child process; a crash or a hard timeout becomes a row like any other
+    (None if the bench was stopped: nothing ran, or the cell was killed by ``CELLS.stop``)."""
     payload = json.dumps({"instance": cell.path, "params": cell.params,
-                          "time_limit": cell.time_limit})
+                          "time_limit": cell.time_limit, "parent": os.getpid()})
     start = time.perf_counter()
+    child = CELLS.start()
+    if child is None:
+        return None
     try:
-        child = subprocess.run([sys.executable, "-m", "mtl_opt.bench.cell"], input=payload,
-                               capture_output=True, text=True, timeout=cell.hard_limit, check=False)
+        stdout, stderr = child.communicate(payload, timeout=cell.hard_limit)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
         return _row(cell.instance, cell.method, cell.solver, cell.repeat, cell.time_limit,
                     status=HARD_TIMEOUT, time_s=time.perf_counter() - start,
                     error=f"killed after the hard limit of {cell.hard_limit:g} s")
-    lines = [line for line in child.stdout.splitlines() if line.startswith(MARKER)]
+    finally:
+        CELLS.finished(child)
+    if CELLS.stopped:
+        return None
+    lines = [line for line in stdout.splitlines() if line.startswith(MARKER)]
     if not lines:
-        tail = child.stderr.strip().splitlines()[-1:] or ["no output"]
+        tail = stderr.strip().splitlines()[-1:] or ["no output"]
         how = (f"killed by {signal.Signals(-child.returncode).name}" if child.returncode < 0
                else f"exited with code {child.returncode}")
         outcome = {"status": CRASHED, "time_s": time.perf_counter() - start,
@@ -135,36 +197,38 @@ class ResultStore:
         self.out = Path(out)
         self.csv_path, self.json_path = self.out / "results.csv", self.out / "results.jsonl"
 
-    def load(self) -> list[dict]:
-        """Every complete row recorded so far (a line cut short by a kill is ignored)."""
+    def load(self, warn=warnings.warn) -> list[dict]:
+        """Every row recorded so far.  Lines that are no row (cut short by a kill, not JSON, or
+        JSON from elsewhere) are left out and reported in one ``warn(message)`` call."""
         if not self.json_path.exists():
             return []
-        rows = []
-        for line in self.json_path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+        rows, bad = [], []
+        for number, line in enumerate(self.json_path.read_text().splitlines(), 1):
+            row = _parse_row(line)
+            if row is None:
+                bad.append(number)
+            else:
+                rows.append(row)
+        if bad:
+            warn(f"{self.json_path}: ignored {len(bad)} line(s) that are not result rows "
+                 f"(line{'s' * (len(bad) > 1)} {', '.join(map(str, bad))}); the file is rewritten "
+                 f"without them.")
         return rows
 
     def append(self, row: dict) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
         with open(self.json_path, "a") as fh:
-            _end_cut_line(fh)
             fh.write(json.dumps(row) + "\n")
-        self._write_csv([row], mode="a")
+        with open(self.csv_path, "a", newline="") as fh:
+            csv.DictWriter(fh, COLUMNS, extrasaction="ignore").writerow(row)
 
-    def rewrite_csv(self, rows: list[dict]) -> None:
-        """results.csv from scratch: on resume it mirrors results.jsonl, the record of what is done."""
+    def rewrite(self, rows: list[dict]) -> None:
+        """Both files from scratch, atomically: on resume they hold exactly the rows done."""
         self.out.mkdir(parents=True, exist_ok=True)
-        self._write_csv(rows, mode="w")
-
-    def _write_csv(self, rows: list[dict], mode: str) -> None:
-        header = mode == "w" or not self.csv_path.exists()
-        with open(self.csv_path, mode, newline="") as fh:
+        with atomic_path(self.json_path) as temporary:
+            temporary.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        with atomic_path(self.csv_path) as temporary, open(temporary, "w", newline="") as fh:
             writer = csv.DictWriter(fh, COLUMNS, extrasaction="ignore")
-            if header:
-                writer.writeheader()
+            writer.writeheader()
             writer.writerows(rows)
 
     def clear(self) -> None:
@@ -172,13 +236,14 @@ class ResultStore:
             path.unlink(missing_ok=True)
 
 
-def _end_cut_line(fh) -> None:
-    """Start on a new line if a killed run left half a line at the end of the file."""
-    if fh.tell() > 0:
-        with open(fh.name, "rb") as check:
-            check.seek(-1, 2)
-            if check.read(1) != b"\n":
-                fh.write("\n")
+def _parse_row(line: str) -> dict | None:
+    """The result row on ``line``, or None if it is none (not JSON, or a foreign object)."""
+    try:
+        row = json.loads(line)
+        row_key(row)
+    except (ValueError, TypeError, KeyError):  # json.JSONDecodeError is a ValueError
+        return None
+    return row if set(COLUMNS) | {"trace"} <= row.keys() else None
 
 
 def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
@@ -210,13 +275,15 @@ def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
 def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: float,
               repeats: int = 1, jobs: int = 1, scheduler: str | None = None, out: Path | None = None,
               hard_limit: float | None = None, fresh: bool = False, retry_crashed: bool = False,
-              progress=None) -> list[dict]:
+              progress=None, warn=warnings.warn) -> list[dict]:
     """Run the grid; return all its rows (recorded earlier or now) in table order.
 
     With ``out``, rows already in ``out/results.jsonl`` are kept and their
     cells skipped (``fresh=True`` discards them first; ``retry_crashed=True``
-    runs ``crashed`` cells again, and the new row supersedes the old one).
-    ``progress(row)`` is called for every row that finishes now.
+    runs ``crashed`` cells again, and the new row supersedes the old one);
+    lines there that are no row are reported through ``warn(message)`` and
+    dropped.  ``progress(row)`` is called for every row that finishes now.
+    A KeyboardInterrupt kills the running cells and keeps the rows recorded.
     """
     if jobs < 1:
         raise InvalidParameterError(f"jobs must be >= 1; got {jobs}.")
@@ -228,21 +295,27 @@ def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: f
         store.clear()
     done = {}
     if store is not None:
-        done = {row_key(row): row for row in store.load()}  # a later row supersedes an earlier one
+        done = {row_key(row): row for row in store.load(warn)}  # a later row supersedes an earlier one
         if retry_crashed:
             done = {key: row for key, row in done.items() if row["status"] != CRASHED}
-        store.rewrite_csv(list(done.values()))
+        store.rewrite(list(done.values()))
     for row in skipped:
         if row_key(row) not in done:
             done[row_key(row)] = row
             if store is not None:
                 store.append(row)
-    for row in execute([c for c in cells if c.key not in done], jobs=jobs, scheduler=scheduler):
-        done[row_key(row)] = row
-        if store is not None:
-            store.append(row)
-        if progress is not None:
-            progress(row)
+    CELLS.reset()
+    try:
+        for row in execute([c for c in cells if c.key not in done], jobs=jobs, scheduler=scheduler):
+            done[row_key(row)] = row
+            if store is not None:
+                store.append(row)
+            if progress is not None:
+                progress(row)
+    except KeyboardInterrupt:
+        CELLS.stop()
+        raise KeyboardInterrupt("the running cells were stopped" + (
+            "" if store is None else f"; the finished ones are kept in {store.json_path}")) from None
     names = [s.name for s in solvers]
     return sorted((done[key] for key in [c.key for c in cells] + [row_key(r) for r in skipped]),
                   key=lambda r: (instances.index(r["instance"]), names.index(r["solver"]), r["repeat"]))

@@ -31,12 +31,18 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run ``args.experiment``; print the setup and the table of final MSEs."""
     from ..errors import InvalidParameterError
+    from ..outputs import atomic_path, check_output
+    from ..plotting import pyplot
     from .config import load_experiment
     from .runner import plot
 
     experiment = load_experiment(args.experiment)
     if args.last < 1:
         raise InvalidParameterError(f"--last must be >= 1; got {args.last}.")
+    target = args.plot or experiment.plot
+    if target is not None:  # a bad plot path or a missing matplotlib is found before the run
+        check_output(target, inputs=[args.experiment], what="plot")
+        pyplot()
     system, result = experiment.execute(progress=not args.quiet, horizon=args.horizon,
                                         runs=args.runs, seed=args.seed)
     params = ", ".join(f"{k}={v!r}" for k, v in experiment.system_params.items()) or "defaults"
@@ -45,8 +51,8 @@ def run(args) -> int:
     print(f"{result.mse.shape[1]} runs x {result.mse.shape[2] - 1} steps, alpha={result.alpha:.4g}, "
           f"center agent {result.center_agent}; MSE averaged over the last {args.last} step(s)\n")
     print(result.table(args.last))
-    target = args.plot or experiment.plot
     if target is not None:
-        plot(result, target, title=f"{args.experiment.stem}")
+        with atomic_path(target) as temporary:
+            plot(result, temporary, title=f"{args.experiment.stem}")
         print(f"\n  Plot  {target}")
     return 0

@@ -91,11 +91,12 @@ class GLMTasks(MTLEstimator):
         """Independent per-task fits: the seeds of clustered / low-rank starts."""
         return np.array([prox.group_fit(problem, j) for j in range(problem.m)])
 
-    def _check_components(self, data: MultiTaskData) -> None:
+    def _check_fit(self, data: MultiTaskData) -> None:
         if self.n_components is not None and self.n_components > data.n_tasks:
             raise InvalidParameterError(
                 f"n_components={self.n_components} exceeds the number of tasks ({data.n_tasks}) "
                 f"in {type(self).__name__}; use at most {data.n_tasks}.")
+        self._problem(data, 0.0)  # constant features, labels of the logistic loss
 
     def decision_function(self, data) -> list[np.ndarray]:
         """Linear predictors b_j + X_j theta_j per task."""
@@ -214,8 +215,8 @@ class ARMUL(GLMTasks):
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
 
-    def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
-        self._check_components(data)
+    def _check_fit(self, data: MultiTaskData) -> None:
+        super()._check_fit(data)
         if self.structure != "vanilla" and self.n_components is None:
             raise InvalidParameterError(
                 f"ARMUL(structure={self.structure!r}) needs n_components (clusters or rank).")
@@ -223,6 +224,18 @@ class ARMUL(GLMTasks):
             raise InvalidParameterError(
                 f"backend={self.backend!r} is only used with solver='scip'; set solver='scip' "
                 f"or leave backend unset.")
+        if self.solver == "scip" and self.structure == "lowrank":
+            raise InvalidParameterError(
+                "ARMUL(structure='lowrank') has no exact SCIP model: the rank constraint makes it "
+                "a nonconvex program SCIP's global search does not finish beyond toy sizes; use "
+                "solver='prox'.")
+        if self.solver == "scip" and self.structure == "clustered" and not (
+                self.loss == "squared" and self.c > 0):
+            raise InvalidParameterError(
+                "ARMUL(structure='clustered', solver='scip') needs the squared loss and c > 0 "
+                "(the exact model's big-M comes from them); use solver='prox'.")
+
+    def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
         problem = self._problem(data, self.c)
         if self.solver == "scip":
@@ -242,11 +255,6 @@ class ARMUL(GLMTasks):
                             "dual feasible point from the iterate", options)
 
     def _solve_scip(self, problem: ArmulProblem, options: SolveOptions):
-        if self.structure == "lowrank":
-            raise InvalidParameterError(
-                "ARMUL(structure='lowrank') has no exact SCIP model: the rank constraint makes it "
-                "a nonconvex program SCIP's global search does not finish beyond toy sizes; use "
-                "solver='prox'.")
         if self.structure == "vanilla":
             model = formulation.build_vanilla_model(problem)
             kind = "qcp" if self.loss == "squared" else "nlp"

@@ -37,7 +37,6 @@ class _Baseline(GLMTasks):
         self.standardize = standardize
 
     def _fit(self, data: MultiTaskData) -> FitResult:
-        self._check_components(data)
         problem = self._problem(data, 0.0)
         run = self._run(problem)
         if self.coupling is not None:

@@ -153,11 +153,7 @@ class MTLEstimator:
         ``init`` is a previous result on the same tasks and features, used as a
         warm start by estimators with ``supports_warm_start`` (ignored by others).
         """
-        self._check_params()
-        if not isinstance(data, MultiTaskData):
-            raise InvalidDataError(
-                f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
-                f"Build one with MultiTaskData(Xs, ys) or MultiTaskData.from_csv(...).")
+        self.check(data)
         start = time.perf_counter()
         result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
@@ -166,6 +162,19 @@ class MTLEstimator:
         self.coef_, self.intercept_ = result.coef, result.intercept
         self.task_names_ = list(data.task_names)
         return self
+
+    def check(self, data: MultiTaskData) -> None:
+        """Every refusal ``fit`` makes before it fits (parameters, their combinations, the data's
+        fit with them), without fitting: ``mtl-opt validate`` runs it."""
+        self._check_params()
+        if not isinstance(data, MultiTaskData):
+            raise InvalidDataError(
+                f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
+                f"Build one with MultiTaskData(Xs, ys) or MultiTaskData.from_csv(...).")
+        self._check_fit(data)
+
+    def _check_fit(self, data: MultiTaskData) -> None:
+        """The estimator's own refusals of ``data`` and parameter combinations (cheap: no fit)."""
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(data).")

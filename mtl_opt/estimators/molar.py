@@ -100,11 +100,13 @@ class MOLAR(MTLEstimator):
         self.fit_intercept = fit_intercept
         self.solve_options = solve_options
 
-    def _fit(self, data: MultiTaskData) -> FitResult:
+    def _check_fit(self, data: MultiTaskData) -> None:
         if self.backend is not None and self.median != "lp":
             raise InvalidParameterError(
                 f"backend={self.backend!r} is only used with median='lp'; set median='lp' "
                 f"or leave backend unset.")
+
+    def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()
         clock = time.perf_counter()
         fits = per_task_ols(data, self.fit_intercept)

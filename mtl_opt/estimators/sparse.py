@@ -109,11 +109,25 @@ class SparseMTL(MTLEstimator):
         self.solve_options = solve_options
         self.seed = seed
 
-    def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
+    def _check_fit(self, data: MultiTaskData) -> None:
         if self.solver in ("bcd", "bnb") and self.backend is not None:
             raise InvalidParameterError(
                 f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
                 f"solver={self.solver!r} runs in mtl_opt itself.")
+        problem = self._problem(data)[0]  # the variant's terms, s <= p
+        if self.solver == "bnb" and (self.lambda_zbar or self.lambda_bbar or not self.lambda_ridge > 0):
+            raise InvalidParameterError(
+                "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
+                "lambda_bbar = 0); use solver='oa', which models both.")
+        if self.solver in ("oa", "miqp"):
+            pick_backend("miqp" if self.solver == "miqp" else "milp", self.backend)
+            if not (self.lambda_ridge > 0 or np.all(problem.curvature > 0)):
+                raise InvalidParameterError(
+                    f"solver={self.solver!r} needs lambda_ridge > 0 when some task has n_k <= p or "
+                    f"a rank-deficient design: no curvature bounds the coefficients (Big-M) or "
+                    f"makes the perspective cuts valid; set lambda_ridge > 0.")
+
+    def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         problem, scaler, data = self._problem(data)
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):

@@ -1,0 +1,257 @@
+"""The CLI never loses work nor shows a traceback (issue #18), through the real ``mtl-opt`` process:
+output paths checked before any work, atomic writes, bad instance paths, Ctrl-C and a killed
+bench, resume over a damaged results.jsonl, validate refusing what solve refuses, exports the
+solvers read back.  Independent invocations run concurrently to keep the file fast."""
+
+import csv
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIB = ROOT / "instances" / "library"
+OPTIMA = {r["instance"]: float(r["optimum"])
+          for r in csv.DictReader((LIB / "optima.csv").read_text().splitlines())}
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+       "PYTHONDONTWRITEBYTECODE": "1"}
+#: A cell that runs until killed: clustered ARMUL with ten million restarts ignores the time limit.
+ENDLESS = f"""[data]
+path = "{LIB / 'tiny_armul.csv'}"
+task = "task"
+response = "y"
+
+[method]
+name = "armul"
+structure = "clustered"
+n_components = 2
+n_init = 10000000
+"""
+
+
+def start(*args, cwd=None, **popen):
+    return subprocess.Popen([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def run_all(*commands, cwd=None):
+    """Run the CLI invocations concurrently; (returncode, stdout, stderr) of each, in order."""
+    procs = [start(*args, cwd=cwd) for args in commands]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    return [(p.returncode, *output) for p, output in zip(procs, outputs)]
+
+
+def one_line_error(rc, out, err, code=2):
+    """Exit ``code``, nothing on stdout (no work was reported), one 'mtl-opt: error:' line."""
+    assert (rc, out) == (code, ""), (rc, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("mtl-opt: error: "), err
+    return err
+
+
+def copy_instance(name: str, into: Path) -> Path:
+    """A library instance and its data file copied to ``into`` (tests may try to overwrite them)."""
+    toml = into / f"{name}.toml"
+    shutil.copy(LIB / toml.name, toml)
+    data = next(line.split('"')[1] for line in toml.read_text().splitlines() if line.startswith("path"))
+    shutil.copy(LIB / data, into / data)
+    return toml
+
+
+def test_bad_output_paths_fail_before_any_work_and_leave_the_inputs_alone(tmp_path):
+    molar, sparse = copy_instance("tiny_molar", tmp_path), copy_instance("tiny_sparse_l0l2", tmp_path)
+    collab = shutil.copy(ROOT / "instances" / "affpcl_synthetic.toml", tmp_path)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a directory")
+    inputs = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    unwritable = Path("/proc")  # no process, not even root's, can create a file there
+    cases = [
+        ("solve", molar, "--out", unwritable / "r.json"),
+        ("solve", molar, "--out", tmp_path),
+        ("solve", molar, "--out", tmp_path / "tiny_molar.csv"),
+        ("validate", molar, "--out", unwritable / "r.json"),
+        ("export", sparse, "--out", sparse),
+        ("bench", molar, "--solvers", "median-sort", "--out", a_file),
+        ("collab", collab, "--horizon", 50, "--runs", 1, "--quiet", "--plot", collab),
+    ]
+    for case, outcome in zip(cases, run_all(*cases)):
+        message = one_line_error(*outcome)
+        assert str(case[-1]) in message, case
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+def test_a_missing_plot_directory_is_created_before_the_run(tmp_path):
+    target = tmp_path / "new" / "dir" / "regret.png"
+    (rc, out, err), = run_all(("bandit", ROOT / "instances" / "molarb_model_c.toml", "--horizon", 30,
+                               "--trials", 1, "--quiet", "--plot", target))
+    assert rc == 0 and err == "", err
+    assert "molarb" in out and f"Plot  {target}" in out  # the table, then the plot
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert os.listdir(target.parent) == ["regret.png"]  # no temporary file left behind
+
+
+def test_a_failed_write_leaves_the_previous_result_intact(tmp_path):
+    """A file-size limit makes every write past 64 bytes fail with EFBIG, as a full disk would."""
+    molar = copy_instance("tiny_molar", tmp_path)
+    result = tmp_path / "result.json"
+    previous = json.dumps({"objective": 1.0, "note": "an earlier result"})
+    result.write_text(previous)
+
+    def limit_file_size():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of death by SIGXFSZ
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    proc = start("solve", molar, "--out", result, "--quiet", preexec_fn=limit_file_size)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2 and out == "", err
+    assert len(err.strip().splitlines()) == 1 and str(result) in err and "unchanged" in err, err
+    assert result.read_text() == previous
+    assert sorted(os.listdir(tmp_path)) == ["result.json", "tiny_molar.csv", "tiny_molar.toml"]
+
+
+def test_an_instance_path_that_is_no_readable_file_is_a_one_line_error(tmp_path):
+    unreadable = "/proc/self/mem"  # exists, but reading it at offset 0 fails (EIO) for every user
+    paths = [tmp_path, tmp_path / "missing.toml", unreadable]
+    for path, outcome in zip(paths, run_all(*[("validate", path) for path in paths])):
+        assert str(path) in one_line_error(*outcome)
+
+
+def _children(pid: int) -> list[int]:
+    """The live (not zombie) child processes of ``pid``, from /proc."""
+    tasks = Path(f"/proc/{pid}/task")
+    kids = [int(c) for t in tasks.iterdir() for c in (t / "children").read_text().split()]
+    return [k for k in kids if _alive(k)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _bench_until_a_cell_runs(tmp_path, *instances):
+    """Start a bench on ``instances`` (prox), wait for the finished ones and the running cell."""
+    endless = tmp_path / "endless.toml"
+    endless.write_text(ENDLESS)
+    proc = start("bench", *instances, endless, "--solvers", "prox", "--time-limit", 1,
+                 "--out", tmp_path / "out")
+    assert proc.stdout.readline().startswith("mtl-opt")
+    for _ in instances:  # their progress lines: those cells finished
+        assert "optimal" in proc.stdout.readline()
+    deadline = time.monotonic() + 120
+    while not (cells := _children(proc.pid)):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # into the fit
+    return proc, cells
+
+
+def _gone(cells, within: float) -> bool:
+    deadline = time.monotonic() + within
+    while any(map(_alive, cells)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(map(_alive, cells))
+
+
+def test_ctrl_c_stops_the_bench_keeps_finished_rows_and_exits_130(tmp_path):
+    proc, cells = _bench_until_a_cell_runs(tmp_path, LIB / "tiny_armul_vanilla.toml")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert len(err.strip().splitlines()) == 1 and err.startswith("mtl-opt: interrupted"), err
+    assert _gone(cells, within=10)
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert [(Path(r["instance"]).stem, r["status"]) for r in rows] == [("tiny_armul_vanilla", "optimal")]
+
+
+def test_a_killed_bench_takes_its_running_cell_along(tmp_path):
+    proc, cells = _bench_until_a_cell_runs(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert _gone(cells, within=10)
+
+
+def test_resume_drops_and_reports_cut_and_foreign_lines_and_runs_only_what_is_missing(tmp_path):
+    molar = copy_instance("tiny_molar", tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    kept = {"instance": str(molar), "method": "molar", "solver": "median-sort", "repeat": 0,
+            "time_limit": 60.0, "status": "optimal", "objective": 1.0, "lower_bound": 1.0,
+            "abs_gap": 0.0, "rel_gap": 0.0, "time_s": 123.0, "peak_mem_mb": 1.0, "solve_mem_mb": 0.0,
+            "solver_version": "marker row", "error": None, "trace": []}
+    (out / "results.jsonl").write_text(
+        json.dumps(kept) + '\n{"comment": "not a row"}\n' + json.dumps(kept)[:40])
+    (rc, stdout, err), = run_all(("bench", molar, "--solvers", "median-sort,median-lp-highs",
+                                  "--out", out, "--quiet"))
+    assert rc == 0, err
+    assert err.strip().splitlines() == [
+        f"mtl-opt: warning: {out / 'results.jsonl'}: ignored 2 line(s) that are not result rows "
+        f"(lines 2, 3); the file is rewritten without them."]
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0] == kept  # kept as it was, not run again
+    assert [(r["solver"], r["status"]) for r in rows] == [("median-sort", "optimal"),
+                                                         ("median-lp-highs", "optimal")]
+    with open(out / "results.csv") as fh:
+        assert [r["solver"] for r in csv.DictReader(fh)] == ["median-sort", "median-lp-highs"]
+
+
+SPARSE_DATA = '[data]\npath = "tiny_sparse_a.csv"\ntask = "task"\nresponse = "y"\n'
+BAD_FOR_SOLVE = {  # instance -> a setting solve refuses at fit time
+    "sparse_miqp_on_highs": SPARSE_DATA + '[method]\nname = "sparse_mtl"\nvariant = "l0l2"\ns = 2\n'
+                            'lambda_ridge = 0.05\nsolver = "miqp"\n[solve]\nbackend = "highs"\n',
+    "sparse_penalty_the_variant_lacks": SPARSE_DATA + '[method]\nname = "sparse_mtl"\nvariant = "l0l2"\n'
+                                        's = 2\nlambda_ridge = 0.05\nlambda_zbar = 0.1\n',
+    "sparse_oa_without_ridge_and_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "sparse_mtl"\n'
+                                          'variant = "l0l2"\ns = 2\nsolver = "oa"\n',
+    "armul_lowrank_on_scip": '[data]\npath = "tiny_armul.csv"\ntask = "task"\nresponse = "y"\n'
+                             '[method]\nname = "armul"\nstructure = "lowrank"\nn_components = 2\n'
+                             'solver = "scip"\n',
+}
+
+
+def test_validate_refuses_what_solve_refuses_with_the_same_error(tmp_path, capsys):
+    from mtl_opt.cli import main
+    from mtl_opt.data import MultiTaskData
+
+    for name in ("tiny_sparse_l0l2", "tiny_armul_vanilla"):
+        copy_instance(name, tmp_path)
+    rng = np.random.default_rng(0)
+    MultiTaskData([rng.normal(size=(4, 6)) for _ in range(2)],  # n_k = 4 <= p = 6
+                  [rng.normal(size=4) for _ in range(2)]).to_npz(tmp_path / "wide.npz")
+    for name, text in BAD_FOR_SOLVE.items():
+        (tmp_path / f"{name}.toml").write_text(text)
+    outcomes = run_all(*[("validate", tmp_path / f"{name}.toml") for name in BAD_FOR_SOLVE])
+    for name, validate in zip(BAD_FOR_SOLVE, outcomes):  # solve in this process: the same refusal
+        assert main(["solve", str(tmp_path / f"{name}.toml"), "--out", str(tmp_path / "r.json")]) == 2
+        assert one_line_error(*validate) == capsys.readouterr().err, name
+
+
+def test_export_writes_files_scip_reads_back_and_refuses_an_lp_it_would_reject(tmp_path):
+    import pyscipopt
+
+    sparse = copy_instance("tiny_sparse_l0l2", tmp_path)
+    default, master = tmp_path / "default", tmp_path / "master.lp"
+    made, master_made, refused = run_all(("export", sparse, "--out", default),
+                                         ("export", sparse, "--model", "master", "--format", "lp",
+                                          "--out", master),
+                                         ("export", sparse, "--format", "lp", "--out", tmp_path / "x.lp"))
+    assert made[0] == master_made[0] == 0, (made, master_made)
+    assert "--format mps" in one_line_error(*refused) and not (tmp_path / "x.lp").exists()
+    for path, variables in ((default, 2 * 6 * 2), (master, 2 * 6)):
+        model = pyscipopt.Model()
+        model.hideOutput()
+        model.readProblem(str(path), "mps" if path == default else "lp")
+        assert model.getNVars() > variables  # beta and z per task and feature, and more
+        model.optimize()
+        if path == default:  # the MIQP is the instance: its optimum is the brute-force one
+            assert model.getObjVal() == pytest.approx(OPTIMA["tiny_sparse_l0l2"], rel=1e-6)
+        else:  # the master is a relaxation: a lower bound on it
+            assert model.getObjVal() <= OPTIMA["tiny_sparse_l0l2"] * (1 + 1e-6)
