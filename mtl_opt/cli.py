@@ -56,8 +56,18 @@ directory, an input file or an unwritable place is an error (exit 2).  Files
 are written atomically: a failed write leaves the previous file intact."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error shape: one line on stderr and exit 2 (no usage dump).
+
+    Subcommand parsers are made from the same class, so every flag error is one line too."""
+
+    def error(self, message):
+        self.exit(ExitCode.INVALID_INPUT,
+                  f"mtl-opt: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mtl-opt", description="Multi-task learning estimators with certified optimality gaps.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"mtl-opt {__version__}")

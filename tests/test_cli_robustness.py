@@ -255,3 +255,13 @@ def test_export_writes_files_scip_reads_back_and_refuses_an_lp_it_would_reject(t
             assert model.getObjVal() == pytest.approx(OPTIMA["tiny_sparse_l0l2"], rel=1e-6)
         else:  # the master is a relaxation: a lower bound on it
             assert model.getObjVal() <= OPTIMA["tiny_sparse_l0l2"] * (1 + 1e-6)
+
+
+def test_flag_errors_are_one_line_with_exit_2():
+    """argparse's usage dump is replaced by the CLI's one-line error shape, for every subcommand."""
+    demo = ROOT / "instances" / "molar_demo.toml"
+    results = run_all(("solve", demo, "--time-limit", "nan"), ("bench", demo, "--time-limit", "inf"),
+                      ("frobnicate",), ("solve",))
+    for result, phrase in zip(results, ["not a finite number", "not a finite number",
+                                        "invalid choice", "required"]):
+        assert phrase in one_line_error(*result)
