@@ -17,6 +17,7 @@ from mtl_opt.bench.plots import performance_ratios
 from mtl_opt.bench.runner import ResultStore, run_bench
 from mtl_opt.bench.solvers import SOLVERS, BenchSolver, full_params, resolve
 from mtl_opt.cli import ExitCode, main
+from mtl_opt.errors import InvalidParameterError
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.instance import load_instance
 
@@ -250,3 +251,12 @@ def test_library_covers_every_optimization_backed_family():
     assert {v for _, m, v in kinds if m == "sparse_mtl"} >= {"l0l2", "zbar_l2", "cs_l2", "bbar"}
     assert {v for _, m, v in kinds if m == "armul"} == {"vanilla", "clustered"}
     assert sum(p.stat().st_size for p in LIB.iterdir()) < 1_000_000
+
+
+@pytest.mark.parametrize("limits", [{"time_limit": math.nan}, {"time_limit": math.inf},
+                                    {"time_limit": 1, "hard_limit": -1.0},
+                                    {"time_limit": 1, "hard_limit": math.nan}])
+def test_plan_refuses_limits_that_are_not_finite_and_positive(limits):
+    """The API takes the same limits the CLI's finite-number flags do (a NaN limit ran cells unbounded)."""
+    with pytest.raises(InvalidParameterError, match="limit"):
+        runner.plan(GRID, resolve(["bcd"]), repeats=1, **limits)

@@ -77,12 +77,13 @@ def row_key(row: dict) -> tuple:
 def plan(instances: list[str], solvers: list[BenchSolver], *, time_limit: float, repeats: int,
          hard_limit: float | None = None) -> tuple[list[Cell], list[dict]]:
     """Cells to run and ``not_applicable`` rows, in table order; bad instance files raise."""
-    if time_limit <= 0 or repeats < 1:
+    if not (math.isfinite(time_limit) and time_limit > 0) or repeats < 1:
         raise InvalidParameterError(
-            f"need time_limit > 0 and repeats >= 1; got time_limit={time_limit}, repeats={repeats}.")
+            f"need a finite time_limit > 0 and repeats >= 1; got time_limit={time_limit}, "
+            f"repeats={repeats}.")
     hard = default_hard_limit(time_limit) if hard_limit is None else hard_limit
-    if hard <= 0:
-        raise InvalidParameterError(f"the hard limit must be > 0 seconds; got {hard}.")
+    if not (math.isfinite(hard) and hard > 0):
+        raise InvalidParameterError(f"the hard limit must be a finite number > 0 seconds; got {hard}.")
     cells, skipped = [], []
     for path in instances:
         instance = load_instance(path)
