@@ -30,6 +30,7 @@ import scipy.sparse.linalg
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
+from ..solvers.deadline import Deadline
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
 VARIANTS = {
@@ -379,7 +380,8 @@ def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
                      for k in range(shape[0])])
 
 
-def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -> pyo.ConcreteModel:
+def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
+               deadline: Deadline | None = None) -> pyo.ConcreteModel:
     """The Big-M MIQP of F with a diagonal Hessian (never X^T X handed to the solver).
 
     Variables ``beta[k, j]``, ``z``, ``w`` and, with Bbar, ``mean[j] = (1/K)
@@ -392,8 +394,13 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
     ridge term.  With ``perspective`` the ridge term (lambda_ridge + mu_k)/2
     sum_j beta_jk^2 is written as sum t_jk with beta_jk^2 <= t_jk z_jk: a
     tighter relaxation with the same integer solutions.
+
+    Once ``deadline`` passes, the dense rows left are skipped (seconds of
+    Pyomo work at p in the thousands): the model is then incomplete, and the
+    caller must not solve it (``Backend.solve`` with the same deadline won't).
     """
     model = _support_model(problem, "sparse_miqp")
+    on_time = (lambda: True) if deadline is None else (lambda: not deadline.expired())
     K, p = problem.n_tasks, problem.n_features
     mu = problem.curvature if perspective else np.zeros(K)
     shifted = [k for k in range(K) if mu[k] > 0]
@@ -403,12 +410,14 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
     model.resid = pyo.Var(model.rows)
     X, y = problem.Xs, problem.ys
     model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(y[k][i]) - sum(
-        float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0))
+        float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)
+        if on_time() else pyo.Constraint.Skip)
     factors = {k: _shifted_factor(X[k], mu[k]) for k in shifted}
     model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(p)], dimen=2)
     model.u = pyo.Var(model.eigen)
     model.eigen_fit = pyo.Constraint(model.eigen, rule=lambda m, k, i: m.u[k, i] == sum(
-        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0))
+        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)
+        if on_time() else pyo.Constraint.Skip)
     model.upper = pyo.Constraint(model.tasks, model.features,
                                  rule=lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j])
     model.lower = pyo.Constraint(model.tasks, model.features,
