@@ -395,12 +395,11 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     sum_j beta_jk^2 is written as sum t_jk with beta_jk^2 <= t_jk z_jk: a
     tighter relaxation with the same integer solutions.
 
-    Once ``deadline`` passes, the dense rows left are skipped (seconds of
-    Pyomo work at p in the thousands): the model is then incomplete, and the
-    caller must not solve it (``Backend.solve`` with the same deadline won't).
+    Once ``deadline`` passes, the rows left are skipped (seconds of Pyomo work
+    at p in the thousands): the model is then incomplete, and the caller must
+    not solve it (``Backend.solve`` with the same deadline won't).
     """
     model = _support_model(problem, "sparse_miqp")
-    on_time = (lambda: True) if deadline is None else (lambda: not deadline.expired())
     K, p = problem.n_tasks, problem.n_features
     mu = problem.curvature if perspective else np.zeros(K)
     shifted = [k for k in range(K) if mu[k] > 0]
@@ -409,19 +408,17 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
     model.resid = pyo.Var(model.rows)
     X, y = problem.Xs, problem.ys
-    model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(y[k][i]) - sum(
-        float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)
-        if on_time() else pyo.Constraint.Skip)
+    model.fit = pyo.Constraint(model.rows, rule=_until(deadline, lambda m, k, i: m.resid[k, i] == float(
+        y[k][i]) - sum(float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)))
     factors = {k: _shifted_factor(X[k], mu[k]) for k in shifted}
     model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(p)], dimen=2)
     model.u = pyo.Var(model.eigen)
-    model.eigen_fit = pyo.Constraint(model.eigen, rule=lambda m, k, i: m.u[k, i] == sum(
-        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)
-        if on_time() else pyo.Constraint.Skip)
+    model.eigen_fit = pyo.Constraint(model.eigen, rule=_until(deadline, lambda m, k, i: m.u[k, i] == sum(
+        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)))
     model.upper = pyo.Constraint(model.tasks, model.features,
-                                 rule=lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j])
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j]))
     model.lower = pyo.Constraint(model.tasks, model.features,
-                                 rule=lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j])
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j]))
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
     for k in shifted:
         linear = X[k].T @ y[k] / len(y[k])
@@ -429,8 +426,8 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
             - sum(float(linear[j]) * model.beta[k, j] for j in range(p))
     if perspective and (problem.lambda_ridge > 0 or shifted):
         model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
-        model.perspective = pyo.Constraint(
-            model.tasks, model.features, rule=lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j])
+        model.perspective = pyo.Constraint(model.tasks, model.features, rule=_until(
+            deadline, lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j]))
         ridge = sum((problem.lambda_ridge + mu[k]) / 2 * model.t[k, j] for k in range(K) for j in range(p))
     else:
         ridge = problem.lambda_ridge / 2 * sum(b**2 for b in model.beta.values())
@@ -443,6 +440,13 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
     return model
+
+
+def _until(deadline: Deadline | None, rule):
+    """The constraint rule ``rule``, skipping every row once ``deadline`` has passed."""
+    if deadline is None:
+        return rule
+    return lambda m, *index: pyo.Constraint.Skip if deadline.expired() else rule(m, *index)
 
 
 def _shifted_factor(X: np.ndarray, mu: float) -> np.ndarray:
