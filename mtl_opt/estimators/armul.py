@@ -13,6 +13,7 @@ from ..formulations.armul import ArmulProblem
 from ..result import FitResult, certified_status
 from ..solvers import prox
 from ..solvers.backends import get_backend
+from ..solvers.deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -197,9 +198,10 @@ class ARMUL(GLMTasks):
                 f"backend={self.backend!r} is only used with solver='scip'; set solver='scip' "
                 f"or leave backend unset.")
         options = self.solve_options or SolveOptions()
+        deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version = self._solve_scip(problem, options)
+            run, version = self._solve_scip(problem, options, deadline)
             return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem)
@@ -214,7 +216,7 @@ class ARMUL(GLMTasks):
         return self._finish(data, problem, run, "prox (mtl_opt)", __version__,
                             "dual feasible point from the iterate", options)
 
-    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions):
+    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions, deadline: Deadline):
         if self.structure == "lowrank":
             raise InvalidParameterError(
                 "ARMUL(structure='lowrank') has no exact SCIP model: the rank constraint makes it "
@@ -227,7 +229,7 @@ class ARMUL(GLMTasks):
             model = formulation.build_clustered_model(problem, self.n_components)
             kind = "miqcp"
         backend = get_backend("scip")
-        out = backend.solve(model, kind, options)
+        out = backend.solve(model, kind, options, deadline=deadline)
         if not out.has_solution:
             raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
                               f"raise time_limit or use solver='prox'.")
