@@ -8,10 +8,13 @@ Pyomo and 6 s more to reach SCIP; all of it must fit in the limit.
 import time
 
 import numpy as np
+import pyomo.environ as pyo
 import pytest
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import SparseMTL
+from mtl_opt.solvers.backends import get_backend
+from mtl_opt.solvers.deadline import Deadline
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import smtl_simulation
 from test_sparse import brute_force_optimum
@@ -83,3 +86,19 @@ def test_a_stop_before_any_solver_bound_keeps_the_trivial_one(solver, backend):
     assert 0.0 <= result.lower_bound <= optimum * (1 + 1e-9) <= result.objective * (1 + 2e-9)
     if result.lower_bound == 0.0:
         assert result.bound_source.startswith("trivial bound (F >= 0; stopped before")
+
+
+@pytest.mark.parametrize("backend", ["highs", "scip"])
+def test_backend_not_started_once_the_deadline_has_passed(backend):
+    """An expired deadline: status time_limit, no solution, the solver never started (no
+    non-positive limit handed to it); the same model then solves with time to spare."""
+    model = pyo.ConcreteModel()
+    model.x = pyo.Var(bounds=(0, None))
+    model.y = pyo.Var(bounds=(0, None))
+    model.row = pyo.Constraint(expr=model.x + 2 * model.y >= 3)
+    model.obj = pyo.Objective(expr=2 * model.x + 3 * model.y)   # optimum 4.5 at (0, 1.5)
+    solver = get_backend(backend)
+    stopped = solver.solve(model, "lp", persistent=True, deadline=Deadline(1e-9))
+    assert stopped.status == "time_limit" and not stopped.has_solution and stopped.bound is None
+    run = solver.solve(model, "lp", persistent=True, deadline=Deadline(60))
+    assert run.status == "optimal" and run.objective == pytest.approx(4.5, rel=1e-9)
