@@ -13,6 +13,7 @@ from ..formulations.armul import ArmulProblem
 from ..result import FitResult, certified_status
 from ..solvers import prox
 from ..solvers.backends import get_backend
+from ..solvers.deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -237,9 +238,10 @@ class ARMUL(GLMTasks):
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
+        deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version = self._solve_scip(problem, options)
+            run, version = self._solve_scip(problem, options, deadline)
             return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem, self._response_scale)
@@ -254,7 +256,7 @@ class ARMUL(GLMTasks):
         return self._finish(data, problem, run, "prox (mtl_opt)", __version__,
                             "dual feasible point from the iterate", options)
 
-    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions):
+    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions, deadline: Deadline):
         if self.structure == "vanilla":
             model = formulation.build_vanilla_model(problem)
             kind = "qcp" if self.loss == "squared" else "nlp"
@@ -262,7 +264,7 @@ class ARMUL(GLMTasks):
             model = formulation.build_clustered_model(problem, self.n_components)
             kind = "miqcp"
         backend = get_backend("scip")
-        out = backend.solve(model, kind, options)
+        out = backend.solve(model, kind, options, deadline=deadline)
         if not out.has_solution:
             raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
                               f"raise time_limit or use solver='prox'.")

@@ -13,10 +13,14 @@ from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.bnb import solve_bnb
+from ..solvers.deadline import Deadline
 from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+
+#: Share of ``time_limit`` the bcd warm start may use before an exact solver.
+BCD_SHARE = 0.5
 
 
 class SparseMTL(MTLEstimator):
@@ -58,8 +62,9 @@ class SparseMTL(MTLEstimator):
     backend : {"highs", "scip"} or None
         MILP backend of ``oa`` (default HiGHS); ``miqp`` runs on SCIP.
     solve_options : SolveOptions or None
-        time_limit, rel_gap (tolerance for status ``optimal``), verbose (prints
-        the OA iteration table), threads...
+        time_limit (the whole fit: the bcd warm start gets at most half of it
+        before an exact solver), rel_gap (tolerance for status ``optimal``),
+        verbose (prints the OA iteration table), threads...
     seed : int or None
         Accepted for API symmetry; the BCD heuristic is deterministic.
 
@@ -69,7 +74,8 @@ class SparseMTL(MTLEstimator):
     result_ : FitResult
         status ``heuristic`` for bcd (no bound); for oa / miqp ``optimal`` only
         when the proven relative gap is <= rel_gap, else ``gap_limit`` or
-        ``time_limit`` with the bound reached.
+        ``time_limit`` with the bound reached: at least the trivial F >= 0
+        when the limit passes before the solver proves a positive bound.
     n_iter_ : int
         IHT sweeps run.
     """
@@ -128,19 +134,21 @@ class SparseMTL(MTLEstimator):
                     f"makes the perspective cuts valid; set lambda_ridge > 0.")
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
+        options = self.solve_options or SolveOptions()
+        deadline = Deadline(options.time_limit)
         problem, scaler, data = self._problem(data)
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
                 f"init has coefficients of shape {np.shape(start)}; this data needs "
                 f"{(data.n_tasks, data.n_features)}.")
-        B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter,
-                                 local_search=self.local_search)
+        B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter, local_search=self.local_search,
+                                 deadline=deadline if self.solver == "bcd" else deadline.share(BCD_SHARE))
         self.n_iter_ = n_iter
         if self.solver == "bcd":
             return self._result(problem, scaler, data, B, None, "heuristic", "bcd (mtl_opt)",
                                 __version__, log, {})
-        return self._certified(problem, scaler, data, B, self.solver, self.backend)
+        return self._certified(problem, scaler, data, B, self.solver, self.backend, options, deadline)
 
     def certify(self, data: MultiTaskData, *, solver: str = "oa", backend: str | None = None,
                 time_limit: float | None = None) -> FitResult:
@@ -150,10 +158,11 @@ class SparseMTL(MTLEstimator):
         only improve; afterwards ``result_.lower_bound`` is a proven bound.
         """
         self._check_is_fitted()
-        problem, scaler, std_data = self._problem(data)
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
+        deadline = Deadline(options.time_limit)
+        problem, scaler, std_data = self._problem(data)
         result = self._certified(problem, scaler, std_data, self.result_.extra["coef_fitted"],
-                                 solver, backend, options)
+                                 solver, backend, options, deadline)
         result.params = self.result_.params
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
@@ -183,23 +192,29 @@ class SparseMTL(MTLEstimator):
             fit_intercept=self.fit_intercept)
         return problem, scaler, data
 
-    def _certified(self, problem, scaler, data, B, solver, backend_name, options=None):
-        """Run OA or the MIQP from the incumbent B and wrap the outcome."""
-        options = options or self.solve_options or SolveOptions()
+    def _certified(self, problem, scaler, data, B, solver, backend_name, options, deadline):
+        """Run OA, the MIQP or bnb from the incumbent B until ``deadline`` and wrap the outcome.
+
+        The one place of the fallback bound: every term of F is a square or a
+        non-negative penalty, so F >= 0 stands in for a bound the solver did
+        not reach (none, or a negative one) before it stopped.
+        """
         if solver == "miqp":
-            exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
+            exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B, deadline=deadline)
         elif solver == "bnb":
-            exact = solve_bnb(problem, options, B)
+            exact = solve_bnb(problem, options, B, deadline=deadline)
         elif pick_backend("milp", backend_name).name == "scip":
-            exact = solve_oa_single_tree(problem, options, B)
+            exact = solve_oa_single_tree(problem, options, B, deadline=deadline)
         else:
-            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B)
-        status = exact.status
-        if status == "optimal" and not relative_gap(exact.objective, exact.lower_bound) <= options.rel_gap:
+            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B, deadline=deadline)
+        status, lower = exact.status, exact.lower_bound
+        if status == "optimal" and not relative_gap(exact.objective, lower) <= options.rel_gap:
             status = "gap_limit"
         bound = {"miqp": "Big-M MIQP dual bound", "bnb": "smallest open node's perspective dual bound"}.get(
             solver, "outer-approximation master dual bound")
-        return self._result(problem, scaler, data, exact.B, exact.lower_bound, status,
+        if lower is None or lower <= 0:
+            lower, bound = 0.0, f"trivial bound (F >= 0; stopped before the {bound} rose above 0)"
+        return self._result(problem, scaler, data, exact.B, lower, status,
                             f"{solver} ({exact.native['solver']})", exact.native["solver_version"],
                             exact.log, exact.native, bound)
 

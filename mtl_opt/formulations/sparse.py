@@ -30,6 +30,7 @@ import scipy.sparse.linalg
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
+from ..solvers.deadline import Deadline
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
 VARIANTS = {
@@ -379,7 +380,8 @@ def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
                      for k in range(shape[0])])
 
 
-def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -> pyo.ConcreteModel:
+def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
+               deadline: Deadline | None = None) -> pyo.ConcreteModel:
     """The Big-M MIQP of F with a diagonal Hessian (never X^T X handed to the solver).
 
     Variables ``beta[k, j]``, ``z``, ``w`` and, with Bbar, ``mean[j] = (1/K)
@@ -392,6 +394,10 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
     ridge term.  With ``perspective`` the ridge term (lambda_ridge + mu_k)/2
     sum_j beta_jk^2 is written as sum t_jk with beta_jk^2 <= t_jk z_jk: a
     tighter relaxation with the same integer solutions.
+
+    Once ``deadline`` passes, the rows left are skipped (seconds of Pyomo work
+    at p in the thousands): the model is then incomplete, and the caller must
+    not solve it (``Backend.solve`` with the same deadline won't).
     """
     model = _support_model(problem, "sparse_miqp")
     K, p = problem.n_tasks, problem.n_features
@@ -402,17 +408,17 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
     model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
     model.resid = pyo.Var(model.rows)
     X, y = problem.Xs, problem.ys
-    model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(y[k][i]) - sum(
-        float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0))
+    model.fit = pyo.Constraint(model.rows, rule=_until(deadline, lambda m, k, i: m.resid[k, i] == float(
+        y[k][i]) - sum(float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)))
     factors = {k: _shifted_factor(X[k], mu[k]) for k in shifted}
     model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(p)], dimen=2)
     model.u = pyo.Var(model.eigen)
-    model.eigen_fit = pyo.Constraint(model.eigen, rule=lambda m, k, i: m.u[k, i] == sum(
-        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0))
+    model.eigen_fit = pyo.Constraint(model.eigen, rule=_until(deadline, lambda m, k, i: m.u[k, i] == sum(
+        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)))
     model.upper = pyo.Constraint(model.tasks, model.features,
-                                 rule=lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j])
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j]))
     model.lower = pyo.Constraint(model.tasks, model.features,
-                                 rule=lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j])
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j]))
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
     for k in shifted:
         linear = X[k].T @ y[k] / len(y[k])
@@ -420,8 +426,8 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
             - sum(float(linear[j]) * model.beta[k, j] for j in range(p))
     if perspective and (problem.lambda_ridge > 0 or shifted):
         model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
-        model.perspective = pyo.Constraint(
-            model.tasks, model.features, rule=lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j])
+        model.perspective = pyo.Constraint(model.tasks, model.features, rule=_until(
+            deadline, lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j]))
         ridge = sum((problem.lambda_ridge + mu[k]) / 2 * model.t[k, j] for k in range(K) for j in range(p))
     else:
         ridge = problem.lambda_ridge / 2 * sum(b**2 for b in model.beta.values())
@@ -434,6 +440,13 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
     return model
+
+
+def _until(deadline: Deadline | None, rule):
+    """The constraint rule ``rule``, skipping every row once ``deadline`` has passed."""
+    if deadline is None:
+        return rule
+    return lambda m, *index: pyo.Constraint.Skip if deadline.expired() else rule(m, *index)
 
 
 def _shifted_factor(X: np.ndarray, mu: float) -> np.ndarray:

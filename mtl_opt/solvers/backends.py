@@ -21,6 +21,7 @@ All models are minimizations, so the bound is a lower bound.
 from __future__ import annotations
 
 import abc
+import contextlib
 import logging
 import math
 import os
@@ -31,6 +32,7 @@ from typing import Any, ClassVar
 
 import pyomo.environ as pyo  # importing it registers the contrib solvers
 from pyomo.common.tee import capture_output
+from pyomo.common.timing import HierarchicalTimer
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus
 from pyomo.repn import generate_standard_repn
@@ -42,6 +44,7 @@ from mtl_opt.errors import (
     SolverUnavailableError,
 )
 from mtl_opt.result import absolute_gap, relative_gap
+from mtl_opt.solvers.deadline import Deadline, DeadlineReached
 from mtl_opt.solvers.options import SolveOptions
 
 logger = logging.getLogger(__name__)
@@ -185,7 +188,7 @@ class Backend(abc.ABC):
 
     def solve(self, model: pyo.Block, problem_class: str, opts: SolveOptions | None = None, *,
               start: Iterable[tuple[Any, float]] | None = None,
-              persistent: bool = False) -> BackendResult:
+              persistent: bool = False, deadline: Deadline | None = None) -> BackendResult:
         """Solve the minimization ``model`` as a ``problem_class`` problem.
 
         A found solution (optimal or not, e.g. the incumbent of a time-limited
@@ -196,9 +199,14 @@ class Backend(abc.ABC):
         start where the backend takes one (HiGHS; it completes the continuous
         variables itself); with ``persistent`` the solver that last solved this
         same ``model`` is reused, so only what changed (e.g. new cuts) is sent.
+        ``deadline`` (default: ``opts.time_limit`` from now) bounds the whole
+        call, translation included: the solver's own limit is set to what is
+        left when it starts, and a deadline that passes first ends the call
+        with status ``time_limit`` and no solution, the solver not started.
         """
         self._check_request(model, problem_class)
         opts = SolveOptions() if opts is None else opts
+        deadline = Deadline(opts.time_limit) if deadline is None else deadline
         self._reject_bad_options(opts.solver_options)
         options = self.native_options(opts)
         if problem_class == LP:
@@ -210,9 +218,19 @@ class Backend(abc.ABC):
             self._set_start(solver, model, start)
         clock = time.perf_counter()
         try:
-            results = solver.solve(model, tee=opts.verbose, load_solutions=False,
-                                   raise_exception_on_nonoptimal_result=False,
-                                   solver_options=options)
+            deadline.check()
+            with self._checked_translation(solver, deadline):
+                results = solver.solve(model, tee=opts.verbose, load_solutions=False,
+                                       raise_exception_on_nonoptimal_result=False,
+                                       solver_options=options,
+                                       timer=_OnOptimize(lambda: self._limit_time(solver, deadline)))
+        except DeadlineReached:
+            self._session = None  # a translation cut short leaves a persistent solver out of step
+            return BackendResult(
+                status="time_limit", has_solution=False, objective=None, bound=None,
+                solver=self.label, solver_version=self.version(),
+                wall_time=time.perf_counter() - clock, problem_class=problem_class,
+                native={"status": "not started: the deadline passed first"})
         except Exception as exc:
             raise SolverError(
                 f"{self.label} failed on this {problem_class.upper()} model: {exc} "
@@ -254,6 +272,18 @@ class Backend(abc.ABC):
     def _set_start(self, solver: Any, model: pyo.Block, start: Iterable[tuple[Any, float]]) -> None:
         """Hand ``start`` to the native solver; backends without MIP starts ignore it."""
 
+    def _limit_time(self, solver: Any, deadline: Deadline) -> None:
+        """Give the native solver, about to start, the time left (never a limit <= 0)."""
+        left = deadline.remaining()
+        if left <= 0:
+            raise DeadlineReached
+        if math.isfinite(left):
+            self._set_time_limit(solver._solver_model, left)
+
+    def _checked_translation(self, solver: Any, deadline: Deadline) -> contextlib.AbstractContextManager:
+        """Where translating a model to the solver is slow: a context that checks ``deadline`` during it."""
+        return contextlib.nullcontext()
+
     def load_duals(self, model: pyo.Block, result: BackendResult,
                    constraints: Iterable[Any] | None = None) -> dict[Any, float]:
         """Dual values ``{ConstraintData: float}`` of the LP ``model`` solved into ``result``.
@@ -290,6 +320,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
         """Common options under native names; None values are dropped."""
+
+    @abc.abstractmethod
+    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
+        """Set the native solver's time limit."""
 
     @abc.abstractmethod
     def _native_status(self, native_model: Any) -> tuple[str, float]:
@@ -376,6 +410,9 @@ class HighsBackend(Backend):
         return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,
                 "mip_abs_gap": opts.abs_gap, "threads": opts.threads,
                 "random_seed": opts.seed, "output_flag": opts.verbose}
+
+    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
+        native_model.setOptionValue("time_limit", seconds)
 
     def _native_status(self, native_model: Any) -> tuple[str, float]:
         return native_model.getModelStatus().name, native_model.getInfo().mip_gap
@@ -474,6 +511,26 @@ class ScipBackend(Backend):
                 "randomization/randomseedshift": opts.seed,
                 "display/verblevel": 4 if opts.verbose else 0}
 
+    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
+        native_model.setParam("limits/time", seconds)
+
+    @contextlib.contextmanager
+    def _checked_translation(self, solver: Any, deadline: Deadline):
+        # Pyomo builds the SCIP model constraint by constraint in Python (~6 s for a Big-M MIQP
+        # with 600,000 nonzeros): check the deadline between constraints (scip_direct builds a
+        # fresh model per solve, so one cut short leaves nothing behind).
+        add = solver._add_constraint
+
+        def checked(constraint):
+            deadline.check()
+            add(constraint)
+
+        solver._add_constraint = checked
+        try:
+            yield
+        finally:
+            del solver._add_constraint
+
     def _native_status(self, native_model: Any) -> tuple[str, float]:
         return native_model.getStatus(), native_model.getGap()
 
@@ -497,6 +554,24 @@ class ScipBackend(Backend):
         rows = {con: loader._con_map[con] for con in constraints}
         return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
                 * scip.getDualsolLinear(row) for con, row in rows.items()}
+
+
+class _OnOptimize(HierarchicalTimer):
+    """Pyomo's timer, calling ``hook`` when the solve itself starts.
+
+    Both Pyomo adapters start the "optimize" timer after translating the model
+    and applying the options, right before the native solve: the hook sets
+    the native time limit to what is left then, or raises DeadlineReached.
+    """
+
+    def __init__(self, hook):
+        super().__init__()
+        self.hook = hook
+
+    def start(self, identifier):
+        if identifier == "optimize":
+            self.hook()
+        super().start(identifier)
 
 
 def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:

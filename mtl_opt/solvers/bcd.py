@@ -31,6 +31,7 @@ import numpy as np
 import scipy.linalg
 
 from ..formulations.sparse import SparseProblem, zbar_penalty
+from .deadline import Deadline
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12
@@ -39,7 +40,8 @@ STABLE_SWEEPS = 1
 
 
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
-            tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000):
+            tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000,
+            deadline: Deadline | None = None):
     """Run the heuristic; returns (B, log, n_iter) for the best of its starts.
 
     With ``init`` (K, p) that is the only start.  Without, the starts are
@@ -50,36 +52,47 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     lambda_zbar is large), so a Zbar fit is never worse than the cs fit.
     ``log`` holds one record per IHT sweep and per accepted swap:
     start, phase, iteration, objective, support size, time.
+    Once ``deadline`` passes, every loop stops (after an exact refit) and the
+    best answer so far is returned, its log ending with a "time limit" record.
     """
-    clock = time.perf_counter()
-    run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock)  # noqa: E731
+    clock, deadline = time.perf_counter(), deadline or Deadline()
+    run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
+                                       deadline)
     if init is not None:
-        return run(problem, _project(problem, np.array(init, dtype=float)))
+        return _marked(run(problem, _project(problem, np.array(init, dtype=float))), deadline, clock)
     zeros = np.zeros((problem.n_tasks, problem.n_features))
     wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
-    starts = [zeros, _project(problem, _descend(wide, zeros, max_iter, tol, False, 0, clock)[0])]
+    starts = [zeros, _project(problem, _descend(wide, zeros, max_iter, tol, False, 0, clock, deadline)[0])]
     if problem.lambda_zbar:  # a shared support costs no Zbar: start from the best one found
         shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2",
                                      lambda_zbar=0.0)
         starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
-                              max_swaps=max_swaps)[0])
+                              max_swaps=max_swaps, deadline=deadline)[0])
     runs = [run(problem, start) for start in starts]
-    return min(runs, key=lambda r: problem.objective(r[0]))
+    return _marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock)
 
 
-def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock):
+def _marked(run, deadline, clock):
+    """``run`` with a "time limit" record closing its log if the deadline has passed."""
+    B, log, it = run
+    if deadline.expired():
+        log.append(_record("time limit", it, log[-1]["objective"], B, clock))
+    return run
+
+
+def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock, deadline):
     """IHT on growing active sets from B, an exact refit, then swaps until none improves."""
     value = problem.objective(B)
     log = [_record("start", 0, value, B, clock)]
-    B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock)
+    B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline)
     B, value = _refit(problem, B, value)
     log.append(_record("refit", it, value, B, clock))
     if local_search:
-        B, value = _swap_search(problem, B, value, max_swaps, log, clock)
+        B, value = _swap_search(problem, B, value, max_swaps, log, clock, deadline)
     return B, log, it
 
 
-def _swap_search(problem, B, value, max_swaps, log, clock):
+def _swap_search(problem, B, value, max_swaps, log, clock, deadline):
     """Apply exact refit swaps (``best_moves``) until none improves F.
 
     Each round tries every task's best improving swap at once, kept when that
@@ -88,6 +101,8 @@ def _swap_search(problem, B, value, max_swaps, log, clock):
     """
     threshold = lambda v: -IMPROVEMENT * max(abs(v), 1e-12)  # noqa: E731
     for swaps in range(1, max_swaps + 1):
+        if deadline.expired():
+            break
         moves = [move for move in best_moves(problem, B) if move[0] < threshold(value)]
         if not moves:
             break
@@ -109,7 +124,7 @@ def _swap_search(problem, B, value, max_swaps, log, clock):
     return B, value
 
 
-def _iht_active_set(problem, B, value, max_iter, tol, log, clock):
+def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
     """IHT restricted to active columns; one full sweep then adds what it selects outside them.
 
     The active set starts as B's support plus the 3s columns with the largest
@@ -121,12 +136,14 @@ def _iht_active_set(problem, B, value, max_iter, tol, log, clock):
     score[support] = np.inf
     active = np.sort(np.argsort(-score, kind="stable")[:support.size + 3 * problem.s])
     it = 0
-    while it < max_iter:
+    while it < max_iter and not deadline.expired():
         sub = problem.restricted(active)
-        B_sub, value, used = _iht(sub, B[:, active], value, max_iter - it, tol, log, clock, it)
+        B_sub, value, used = _iht(sub, B[:, active], value, max_iter - it, tol, log, clock, it, deadline)
         it += used
         B = np.zeros_like(B)
         B[:, active] = B_sub
+        if deadline.expired():
+            break
         swept = _full_sweep(problem, B, value, sub.lipschitz, active)
         if swept is None:
             break
@@ -160,7 +177,7 @@ def _full_sweep(problem, B, value, L, active):
         L = min(2 * L, ceiling)
 
 
-def _iht(problem, B, value, max_iter, tol, log, clock, offset):
+def _iht(problem, B, value, max_iter, tol, log, clock, offset, deadline):
     """Block IHT sweeps until F changes by less than tol; returns (B, value, sweeps)."""
     it, stable = 0, 0
     for it in range(1, max_iter + 1):
@@ -175,7 +192,7 @@ def _iht(problem, B, value, max_iter, tol, log, clock, offset):
             B, value = _refit(problem, B, value)
             stable = 0
         log.append(_record("iht", offset + it, value, B, clock))
-        if converged:
+        if converged or deadline.expired():
             break
     return B, value, it
 

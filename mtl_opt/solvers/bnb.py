@@ -44,6 +44,7 @@ from .. import __version__
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
+from .deadline import Deadline
 from .oa import ExactSolve, _format_row
 from .options import SolveOptions
 
@@ -59,32 +60,35 @@ FREE, OUT, IN = -1, 0, 1
 
 
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
-              node_iterations: int = NODE_ITERATIONS) -> ExactSolve:
+              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> ExactSolve:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
     Without a common support the tasks share nothing (no Bbar, no Zbar), so each
     gets its own tree: one joint tree would branch over the product of theirs.
     Bounds and objectives add up; each step expands a node of the task with the
-    widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``.
+    widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``, or
+    ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
+    when it passes keeps the best dual value found so far (valid for every r).
     """
     if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
         raise InvalidParameterError(
             "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
             "lambda_bbar = 0); use solver='oa', which models both.")
     start = time.perf_counter()
+    deadline = deadline or Deadline(options.time_limit)
     if problem.common_support:
         parts = [(problem, incumbent)]
     else:
         parts = [(replace(problem, Xs=problem.Xs[k:k + 1], ys=problem.ys[k:k + 1],
                           x_means=problem.x_means[k:k + 1], y_means=problem.y_means[k:k + 1]),
                   incumbent[k:k + 1]) for k in range(problem.n_tasks)]
-    searches = [_Search(part, node_iterations, start_from) for part, start_from in parts]
+    searches = [_Search(part, node_iterations, start_from, deadline) for part, start_from in parts]
     status, explored = "optimal", 0
     while True:
         lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
         if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
             break
-        if options.time_limit is not None and time.perf_counter() - start >= options.time_limit:
+        if deadline.expired():
             status = "time_limit"
             break
         explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
@@ -108,8 +112,9 @@ def _row(searches, explored: int, start: float) -> dict:
 class _Search:
     """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split."""
 
-    def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray):
-        self.problem, self.node_iterations = problem, node_iterations
+    def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
+                 deadline: Deadline):
+        self.problem, self.node_iterations, self.deadline = problem, node_iterations, deadline
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys])   # task k's residuals: ends[k]:ends[k+1]
         self.heap, self.counter = [], itertools.count()
         self.best, self.upper = None, np.inf
@@ -179,7 +184,7 @@ class _Search:
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
         chosen z moves continuously), with mu shrinking tenfold per stage; every point it
         evaluates is also scored on the exact D, and the best exact value is the bound.
-        Stops early once D passes the incumbent: the node is pruned.
+        Stops early once D passes the incumbent (the node is pruned) or the deadline passes.
         """
         best = [-np.inf, r0, self._greedy(fixed, self.weights(r0))]
 
@@ -187,7 +192,7 @@ class _Search:
             (value, chosen), (smooth, gradient) = self.dual(fixed, r, mu)
             if value > best[0]:
                 best[:] = value, r.copy(), chosen
-            if value >= self.upper:
+            if value >= self.upper or self.deadline.expired():
                 raise _Pruned
             return -smooth, -gradient
 
@@ -281,4 +286,4 @@ def _capped(scores: np.ndarray, budget: int) -> np.ndarray:
 
 
 class _Pruned(Exception):
-    """Raised inside L-BFGS when a node's bound passes the incumbent."""
+    """Raised inside L-BFGS when a node's bound passes the incumbent, or at the deadline."""

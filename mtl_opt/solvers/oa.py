@@ -27,6 +27,7 @@ from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_m
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
+from .deadline import Deadline
 from .options import SolveOptions
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by
@@ -54,7 +55,8 @@ class ExactSolve(NamedTuple):
 
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
-             incumbent: np.ndarray, *, max_iter: int = 500, print_log: bool = False) -> ExactSolve:
+             incumbent: np.ndarray, *, max_iter: int = 500, print_log: bool = False,
+             deadline: Deadline | None = None) -> ExactSolve:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
     Initial cuts: at the incumbent's support and at the supports of its best
@@ -64,14 +66,16 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     iterations only send the new cuts, and the LP rounds restart from the last
     basis), with the incumbent's support as a MIP start.  Status
     ``optimal`` when the proven relative gap is <= ``rel_gap``, ``time_limit``
-    or ``iteration_limit`` otherwise.
+    or ``iteration_limit`` otherwise.  ``deadline`` (default: ``options.time_limit``
+    from now) bounds the whole call.
     """
     start = time.perf_counter()
+    deadline = deadline or Deadline(options.time_limit)
     print_log, options = print_log or options.verbose, options.with_updates(verbose=False)
-    master = initial_master(problem, incumbent)
+    master = initial_master(problem, incumbent, deadline)
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
-    root = root_cuts(problem, master, backend, options, deadline=_deadline(options, start))
+    root = root_cuts(problem, master, backend, options, deadline=deadline)
     lower, status, seen = max(root, default=-np.inf), "iteration_limit", set()
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
             "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
@@ -80,13 +84,12 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         rel_gap=options.rel_gap / 10,
         solver_options={**MASTER_OPTIONS.get(backend.name, {}), **options.solver_options})
     for it in range(1, max_iter + 1):
-        remaining = _remaining(options, start)
-        if remaining is not None and remaining <= 0:
+        if deadline.expired():
             status = "time_limit"
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(best != 0)]
-        run = backend.solve(master, "milp", _with_time_limit(master_options, remaining),
-                            start=start_values, persistent=True)
+        run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
+                            deadline=deadline)
         if run.bound is not None:
             lower = max(lower, run.bound)
         if not run.has_solution:
@@ -117,23 +120,24 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
                        "master_status": log[-1]["master_status"]})
 
 
-def initial_master(problem: SparseProblem, incumbent: np.ndarray) -> pyo.ConcreteModel:
-    """The OA master with its first cuts: at the incumbent's support and at a few nearby ones."""
+def initial_master(problem: SparseProblem, incumbent: np.ndarray,
+                   deadline: Deadline | None = None) -> pyo.ConcreteModel:
+    """The OA master with its first cuts: at the incumbent's support and at a few nearby ones
+    (those found before ``deadline``)."""
     master = build_master(problem)
-    for support in _nearby_supports(problem, problem.refit(incumbent != 0)):
+    for support in _nearby_supports(problem, problem.refit(incumbent != 0), deadline):
         add_cut(master, perspective_cut(problem, problem.refit(support)))
     return master
 
 
 def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backend,
               options: SolveOptions, max_rounds: int = ROOT_ROUNDS,
-              deadline: float | None = None) -> list[float]:
+              deadline: Deadline | None = None) -> list[float]:
     """Kelley's loop on the master's LP relaxation: cuts at fractional supports.
 
     Each round solves the relaxation, takes the minimizer of the perspective
     relaxation at its fractional z and adds the cut there (valid everywhere,
-    tight at that z), until a positive LP bound stalls or ``deadline``
-    (perf_counter seconds) passes.  Cuts only at integral points leave the
+    tight at that z), until a positive LP bound stalls or ``deadline`` passes.  Cuts only at integral points leave the
     bound near 0 on all but tiny instances; Kelley's loop is slow too (on
     K=3, p=30 it needs ~150 rounds), hence the patience rule.  Returns the LP
     bounds, one per round (each a valid lower bound on min F).
@@ -143,9 +147,9 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     bounds = []
     try:
         for _ in range(max_rounds):
-            if deadline is not None and time.perf_counter() >= deadline:
+            if deadline is not None and deadline.expired():
                 break
-            run = backend.solve(master, "lp", options, persistent=True)
+            run = backend.solve(master, "lp", options, persistent=True, deadline=deadline)
             if not run.has_solution:
                 break
             bounds.append(run.objective)
@@ -162,7 +166,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     return bounds
 
 
-def _nearby_supports(problem, B):
+def _nearby_supports(problem, B, deadline=None):
     """The incumbent's support and those of its best single swap chain (a few steps).
 
     At a local optimum the best swap is the least bad one, and the best swap
@@ -171,6 +175,8 @@ def _nearby_supports(problem, B):
     """
     supports, current = [B != 0], B
     for _ in range(3):
+        if deadline is not None and deadline.expired():
+            break
         move = best_swap(problem, current)
         if move is None:
             break
@@ -182,12 +188,17 @@ def _nearby_supports(problem, B):
 
 
 def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
-               incumbent: np.ndarray, *, perspective: bool = True) -> ExactSolve:
-    """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective."""
+               incumbent: np.ndarray, *, perspective: bool = True,
+               deadline: Deadline | None = None) -> ExactSolve:
+    """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective.
+
+    ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
+    """
+    deadline = deadline or Deadline(options.time_limit)
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
     big_m = _proven_big_m(problem, upper)
-    model = build_miqp(problem, big_m, perspective)
+    model = build_miqp(problem, big_m, perspective, deadline=deadline)
     # SCIP measures its gap on its own primal value, which its feasibility tolerance (1e-6 on
     # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on rows as
     # tight as that gap needs (tighter rows cost time, so only as tight as needed).  SCIP's NLP
@@ -197,7 +208,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
     run = backend.solve(model, "miqp", options.with_updates(
         rel_gap=options.rel_gap / 10,
-        solver_options={"numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}))
+        solver_options={"numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}),
+        deadline=deadline)
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
                             for k in range(problem.n_tasks)])
@@ -229,18 +241,6 @@ def _proven_big_m(problem, upper):
             "the MIQP needs lambda_ridge > 0 to derive a valid Big-M (|beta| <= sqrt(2 UB / "
             "lambda_ridge)); without a ridge term no bound on the coefficients is proven.")
     return big_m
-
-
-def _deadline(options, start):
-    return None if options.time_limit is None else start + options.time_limit
-
-
-def _remaining(options, start):
-    return None if options.time_limit is None else options.time_limit - (time.perf_counter() - start)
-
-
-def _with_time_limit(options, remaining):
-    return options if remaining is None else options.with_updates(time_limit=max(remaining, 1e-3))
 
 
 def _format_row(row, header=False):

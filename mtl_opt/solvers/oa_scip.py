@@ -28,6 +28,7 @@ from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, perspective_cut
 from ..result import relative_gap
 from .backends import get_backend
+from .deadline import Deadline
 from .oa import FRACTIONAL_SUPPORT, ExactSolve, initial_master
 from .options import SolveOptions
 
@@ -38,14 +39,19 @@ FEASTOL = 1e-10
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
-                         incumbent: np.ndarray) -> ExactSolve:
-    """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution)."""
+                         incumbent: np.ndarray, *, deadline: Deadline | None = None) -> ExactSolve:
+    """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution).
+
+    ``deadline`` (default: ``options.time_limit`` from now) bounds the whole call: SCIP gets
+    what is left after the master is built, and is not started when nothing is.
+    """
     from pyscipopt import SCIP_PARAMSETTING
 
     backend = get_backend("scip")
     backend.check("milp")
     start = time.perf_counter()
-    scip, z, eta = _native_master(initial_master(problem, incumbent), problem)
+    deadline = deadline or Deadline(options.time_limit)
+    scip, z, eta = _native_master(initial_master(problem, incumbent, deadline), problem)
     handler = _CutHandler(problem, z, eta)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
@@ -58,14 +64,18 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(problem.refit(incumbent != 0))
     handler.add_start()
+    left = deadline.remaining()
+    if 0 < left < np.inf:
+        scip.setParam("limits/time", left)
     try:
-        scip.optimize()
+        if left > 0:
+            scip.optimize()
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
-    bound = scip.getDualbound()
+    bound = scip.getDualbound() if left > 0 else -np.inf
     lower = float(bound) if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
-    status = backend.STATUS.get(scip.getStatus(), "error")
+    status = backend.STATUS.get(scip.getStatus(), "error") if left > 0 else "time_limit"
     gap = relative_gap(upper, lower)
     if gap is not None and gap <= options.rel_gap:
         status = "optimal"
@@ -179,6 +189,11 @@ class _CutHandler(Conshdlr):
 
     def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason,
                   completely, **kwargs):
+        if not self.problem.feasible(np.round(self._point(solution))):
+            # SCIP's heuristics propose points breaking the cardinality rows (e.g. every z at 1):
+            # infeasible whatever eta is, and refitting their support (6000 columns at p=1500)
+            # would hold SCIP for seconds past its time limit.
+            return {"result": SCIP_RESULT.INFEASIBLE}
         _, violated = self._separate(True, solution)
         return {"result": SCIP_RESULT.INFEASIBLE if violated.any() else SCIP_RESULT.FEASIBLE}
 

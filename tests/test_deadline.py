@@ -1,0 +1,104 @@
+"""time_limit bounds the whole SparseMTL fit (warm start, model build, solve), and a stop keeps a bound.
+
+The instance is issue 18's: p = 1500 features, 4 tasks of 100 training rows.  The bcd warm start
+alone needs several seconds there (7.6 s on an idle core), the Big-M MIQP about 2 s to build in
+Pyomo and 6 s more to reach SCIP; all of it must fit in the limit.
+"""
+
+import time
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.estimators import SparseMTL
+from mtl_opt.solvers.backends import get_backend
+from mtl_opt.solvers.deadline import Deadline
+from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.synthetic import smtl_simulation
+from test_sparse import brute_force_optimum
+
+LIMIT = 0.5
+#: What a return "in time" may take: the limit plus a margin that holds at 4x CPU load.
+IN_TIME = LIMIT + max(3 * LIMIT, 4.0)
+#: The exact paths: (solver, backend).
+EXACT_PATHS = [("oa", "highs"), ("oa", "scip"), ("miqp", None), ("bnb", None)]
+
+
+@pytest.fixture(scope="module")
+def instance():
+    """The training half of issue 18's instance, its problem F (standardized data) and F at the
+    true supports, refitted (a feasible value, so >= min F)."""
+    simulation = smtl_simulation(p=1500, K=4, n=100, s_true=20, q=25, seed=0)
+    train, _ = simulation.data.train_test_split(0.5, 0)
+    problem, _, _ = _estimator("bcd", None)._problem(train)
+    return train, problem, problem.objective(problem.refit(simulation.coef != 0))
+
+
+def _estimator(solver, backend):
+    return SparseMTL(variant="l0l2", s=20, lambda_ridge=0.01, solver=solver, backend=backend,
+                     solve_options=SolveOptions(time_limit=LIMIT))
+
+
+def _timed_fit(estimator, data):
+    start = time.perf_counter()
+    estimator.fit(data)
+    return estimator.result_, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("solver,backend", EXACT_PATHS)
+def test_exact_path_returns_in_time_with_a_valid_bound(instance, solver, backend):
+    """Stopped at the limit with a proven bound: 0 <= bound <= F at the true supports (an
+    independent feasible point, so >= min F); the trivial one says so."""
+    data, _, feasible_value = instance
+    result, seconds = _timed_fit(_estimator(solver, backend), data)
+    assert seconds < IN_TIME, f"{solver}/{backend}: {seconds:.2f} s for a {LIMIT} s limit"
+    assert result.status == "time_limit"
+    assert result.lower_bound is not None
+    assert 0.0 <= result.lower_bound <= min(result.objective, feasible_value)
+    if result.lower_bound == 0.0:
+        assert result.bound_source.startswith("trivial bound (F >= 0; stopped before")
+
+
+def test_bcd_stops_at_the_limit_with_its_best_incumbent(instance):
+    """solver='bcd' spends the whole limit on the heuristic, then returns what it has: better than B = 0."""
+    data, problem, _ = instance
+    result, seconds = _timed_fit(_estimator("bcd", None), data)
+    assert seconds < IN_TIME
+    assert result.status == "heuristic" and result.log[-1]["phase"] == "time limit"
+    assert result.objective < problem.objective(0.0 * result.extra["coef_fitted"])
+
+
+@pytest.mark.parametrize("solver,backend", EXACT_PATHS)
+def test_a_stop_before_any_solver_bound_keeps_the_trivial_one(solver, backend):
+    """With 1 ms nothing is left after the warm start: the solver is skipped (or stopped at
+    once) and the result still carries a bound, 0 <= bound <= the enumerated optimum."""
+    rng = np.random.default_rng(18)
+    data = MultiTaskData([rng.normal(size=(6, 8)) for _ in range(2)], [rng.normal(size=6) for _ in range(2)])
+    estimator = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.01, solver=solver, backend=backend,
+                          standardize=False, fit_intercept=False,
+                          solve_options=SolveOptions(time_limit=1e-3))
+    optimum = brute_force_optimum(estimator._problem(data)[0])
+    result = estimator.fit(data).result_
+    assert result.status == "time_limit"
+    assert result.lower_bound is not None
+    assert 0.0 <= result.lower_bound <= optimum * (1 + 1e-9) <= result.objective * (1 + 2e-9)
+    if result.lower_bound == 0.0:
+        assert result.bound_source.startswith("trivial bound (F >= 0; stopped before")
+
+
+@pytest.mark.parametrize("backend", ["highs", "scip"])
+def test_backend_not_started_once_the_deadline_has_passed(backend):
+    """An expired deadline: status time_limit, no solution, the solver never started (no
+    non-positive limit handed to it); the same model then solves with time to spare."""
+    model = pyo.ConcreteModel()
+    model.x = pyo.Var(bounds=(0, None))
+    model.y = pyo.Var(bounds=(0, None))
+    model.row = pyo.Constraint(expr=model.x + 2 * model.y >= 3)
+    model.obj = pyo.Objective(expr=2 * model.x + 3 * model.y)   # optimum 4.5 at (0, 1.5)
+    solver = get_backend(backend)
+    stopped = solver.solve(model, "lp", persistent=True, deadline=Deadline(1e-9))
+    assert stopped.status == "time_limit" and not stopped.has_solution and stopped.bound is None
+    run = solver.solve(model, "lp", persistent=True, deadline=Deadline(60))
+    assert run.status == "optimal" and run.objective == pytest.approx(4.5, rel=1e-9)
