@@ -206,7 +206,7 @@ class Backend(abc.ABC):
         """
         self._check_request(model, problem_class)
         opts = SolveOptions() if opts is None else opts
-        deadline = Deadline(opts.time_limit) if deadline is None else deadline
+        deadline = deadline or Deadline(opts.time_limit)
         self._reject_bad_options(opts.solver_options)
         options = self.native_options(opts)
         if problem_class == LP:
