@@ -13,7 +13,7 @@ from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.bnb import solve_bnb
-from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
+from ..solvers.oa import ExactSolve, initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -115,6 +115,8 @@ class SparseMTL(MTLEstimator):
                 f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
                 f"solver={self.solver!r} runs in mtl_opt itself.")
         problem, scaler, data = self._problem(data)
+        if self.solver in ("oa", "miqp"):
+            problem.exact_curvature()   # refuse an ill-conditioned instance before any work
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
@@ -170,16 +172,19 @@ class SparseMTL(MTLEstimator):
         return problem, scaler, data
 
     def _certified(self, problem, scaler, data, B, solver, backend_name, options=None):
-        """Run OA or the MIQP from the incumbent B and wrap the outcome."""
+        """Run OA, the MIQP or bnb from the incumbent B and wrap the outcome.
+
+        The solver sees the normalized twin ``problem.scaled(root)`` (``normalizing_root``),
+        whose objective at the incumbent is between 1/2 and 2: its tolerances are then
+        relative to the objective, whatever the units of y.
+        """
         options = options or self.solve_options or SolveOptions()
-        if solver == "miqp":
-            exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
-        elif solver == "bnb":
-            exact = solve_bnb(problem, options, B)
-        elif pick_backend("milp", backend_name).name == "scip":
-            exact = solve_oa_single_tree(problem, options, B)
+        root = normalizing_root(problem.objective(B))
+        if root is None:   # F >= 0 everywhere, so an incumbent with F = 0 is optimal
+            exact = ExactSolve(B, 0.0, 0.0, "optimal", [], {"solver": "none: F = 0 at the incumbent",
+                                                            "solver_version": __version__})
         else:
-            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B)
+            exact = _exact_solve(problem.scaled(root), B / root, solver, backend_name, options).unscaled(root)
         status = exact.status
         if status == "optimal" and not relative_gap(exact.objective, exact.lower_bound) <= options.rel_gap:
             status = "gap_limit"
@@ -202,3 +207,26 @@ class SparseMTL(MTLEstimator):
             bound_source=bound_source, solver=solver, solver_version=version, log=log,
             native=native, task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": self.n_iter_})
+
+
+def normalizing_root(objective: float) -> float | None:
+    """The power of 2 nearest sqrt(objective) (None when the objective is 0).
+
+    Dividing y by it (``SparseProblem.scaled``) divides F by its square, a power of 4 within a
+    factor 2 of F: exact in floating point, and the twin's objective is near 1.
+    """
+    if not objective > 0:
+        return None
+    mantissa, exponent = np.frexp(objective)   # objective = mantissa 2^exponent, mantissa in [1/2, 1)
+    return float(np.ldexp(1.0, int(exponent) // 2))
+
+
+def _exact_solve(problem, B, solver, backend_name, options):
+    """The exact solver ``solver`` (on ``backend_name``) run from the incumbent B."""
+    if solver == "miqp":
+        return solve_miqp(problem, pick_backend("miqp", backend_name), options, B)
+    if solver == "bnb":
+        return solve_bnb(problem, options, B)
+    if pick_backend("milp", backend_name).name == "scip":
+        return solve_oa_single_tree(problem, options, B)
+    return solve_oa(problem, pick_backend("milp", backend_name), options, B)

@@ -43,6 +43,11 @@ VARIANTS = {
 
 #: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
 MAX_CURVATURE_FEATURES = 2000
+#: The exact paths refuse kappa_k = lambda_ridge + mu_k below this times the largest curvature
+#: L (``SparseProblem.lipschitz``).  mu_k itself is only known to p eps L (``curvature``), the cut
+#: slopes grow like L / kappa and the Big-M like sqrt(UB / kappa): below 1e-8, slopes of 1e8 times
+#: the objective meet solver tolerances of 1e-9 and the bound carries no digit of the gap.
+MIN_RELATIVE_CURVATURE = 1e-8
 
 
 def zbar_penalty(support: np.ndarray) -> float:
@@ -217,11 +222,43 @@ class SparseProblem:
 
     def with_params(self, **changes) -> "SparseProblem":
         """The same data with other hyperparameters; cached data-only quantities are kept."""
-        other = replace(self, **changes)
+        return self._keeping_design_caches(replace(self, **changes))
+
+    def scaled(self, root: float) -> "SparseProblem":
+        """The twin problem whose objective is F / root^2 at B / root.
+
+        y / root and lambda_zbar / root^2, lambda_ridge and lambda_bbar unchanged: every term of F
+        is quadratic in (y, B) except the Zbar term, so F_twin(B / root) = F(B) / root^2 and the
+        twin has the same minimizing supports.  Exact in floating point when ``root`` is a power of
+        2 (only exponents change), so a bound on the twin times root^2 bounds min F exactly.
+        """
+        return self._keeping_design_caches(replace(
+            self, ys=tuple(y / root for y in self.ys), y_means=self.y_means / root,
+            lambda_zbar=self.lambda_zbar / root / root))
+
+    def _keeping_design_caches(self, other: "SparseProblem") -> "SparseProblem":
+        """``other`` with this problem's cached quantities that depend on the designs only."""
         for data_only in ("column_sq_norms", "curvature"):
             if data_only in self.__dict__:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other
+
+    def exact_curvature(self) -> np.ndarray:
+        """(K,) kappa_k = lambda_ridge + mu_k, the curvature the exact models rely on.
+
+        Raises InvalidParameterError, naming lambda_ridge > 0, when some kappa_k is below
+        ``MIN_RELATIVE_CURVATURE`` times the largest curvature (none to borrow, or too little
+        for a bound that solver tolerances cannot invalidate).
+        """
+        kappa = self.lambda_ridge + self.curvature
+        if np.any(kappa <= MIN_RELATIVE_CURVATURE * self.lipschitz):
+            raise InvalidParameterError(
+                f"the exact solvers need lambda_ridge > 0 here: some task has n_k <= p or a "
+                f"(nearly) rank-deficient design, so its curvature lambda_ridge + mu_k = "
+                f"{kappa.min():.3g} is below {MIN_RELATIVE_CURVATURE:g} times the largest "
+                f"({self.lipschitz:.3g}) and no bound is proven; set lambda_ridge > 0 "
+                f"(e.g. 1e-3 times the largest) or use solver='bcd'.")
+        return kappa
 
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
         """The same problem on a subset of the features (the others fixed at zero)."""
@@ -256,6 +293,23 @@ def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 # --- exact models: the perspective cut oracle, the OA master MILP and the Big-M MIQP ----------
+
+
+def dual_bound_margin(model, dual_tolerance: float) -> float:
+    """How far a solver's dual bound on ``model`` may lie above the true one: tolerance * mass.
+
+    An LP relaxation's value is the dual objective sum_i y_i b_i + sum_j d_j x_j over the finite
+    bounds b_i of rows and x_j of columns the basis holds (Neumaier and Shcherbina, Math. Prog.
+    2004).  A solver accepts reduced costs d and row duals y of the wrong sign up to its
+    dual-feasibility tolerance, so the value may exceed the relaxation's true minimum by at most
+    tolerance * (sum |b_i| + sum |x_j|) over those bounds: ``model.bound_mass``, kept up to date
+    by ``build_master``, ``add_cut`` and ``build_miqp`` (and by whoever adds rows of its own).  Branch and bound takes the least such
+    value over its open nodes, so the same margin covers its dual bound (integrality tolerances
+    only loosen the relaxations).  The rows the solver derives itself are assumed valid.
+    """
+    return dual_tolerance * model.bound_mass
+
+
 
 
 @dataclass(frozen=True)
@@ -293,14 +347,10 @@ def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
 
         c(z) >= G(B) + v.B - sum_jk z_jk v_jk^2 / (2 kappa_k)   for all z,
 
-    tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0:
-    lambda_ridge > 0, or n_k > p with a full-rank design.
+    tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0
+    (``SparseProblem.exact_curvature``): lambda_ridge > 0, or n_k > p with a well-conditioned design.
     """
-    kappa = problem.lambda_ridge + problem.curvature
-    if np.any(kappa <= 0):
-        raise InvalidParameterError(
-            "perspective cuts need lambda_ridge > 0 when some task has n_k <= p or a rank-deficient "
-            "design (no curvature to borrow); set lambda_ridge > 0.")
+    kappa = problem.exact_curvature()
     mean = B.mean(axis=0)
     losses, v = [], np.empty_like(B)
     for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
@@ -358,12 +408,15 @@ def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
     model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
     model.cuts = pyo.ConstraintList()
     model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
+    # finite bounds: z in [0, 1], the cardinality rows' s (``dual_bound_margin``)
+    model.bound_mass = float(problem.n_tasks * (problem.n_features + problem.s))
     return model
 
 
 def add_cut(model: pyo.ConcreteModel, cut: Cut) -> None:
     """Add eta >= cut(z) rows to a master from ``build_master``."""
     K, p = cut.gradient.shape
+    model.bound_mass += float(np.sum(np.abs(cut.constant)))
     if len(cut.constant) == 1:
         model.cuts.add(model.eta[0] >= float(cut.constant[0]) + sum(
             float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p)))
@@ -433,6 +486,12 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
         bbar = problem.lambda_bbar / 2 * sum((model.beta[k, j] - model.mean[j]) ** 2
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
+    # finite bounds (``dual_bound_margin``): beta in [-M, M], z in [0, 1], the cardinality rows'
+    # s, the residual rows' y; the solver's linearizations of beta^2 <= t z have right-hand sides
+    # up to M^2 where it matters (t <= M^2), those of the loss up to F(0) = sum ||y_k||^2 / (2 n_k).
+    model.bound_mass = float(K * p * (1 + big_m + big_m**2) + K * problem.s
+                             + sum(np.sum(np.abs(y[k])) for k in range(K) if k not in shifted)
+                             + sum(y_k @ y_k / (2 * len(y_k)) for y_k in y))
     return model
 
 

@@ -25,10 +25,10 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import Cut, SparseProblem, perspective_cut
+from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
-from .backends import get_backend
-from .oa import FRACTIONAL_SUPPORT, ExactSolve, initial_master
+from .backends import get_backend, native_streams
+from .oa import FRACTIONAL_SUPPORT, ExactSolve, exact_options, initial_master
 from .options import SolveOptions
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
@@ -45,25 +45,31 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend = get_backend("scip")
     backend.check("milp")
     start = time.perf_counter()
-    scip, z, eta = _native_master(initial_master(problem, incumbent), problem)
-    handler = _CutHandler(problem, z, eta)
+    master = initial_master(problem, incumbent)
+    scip, z, eta = _native_master(master, problem)
+    handler = _CutHandler(problem, z, eta, master.bound_mass)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
+    options = exact_options(backend, options)
     native = {"numerics/feastol": FEASTOL, **backend.native_options(options)}
     native.pop("display/verblevel", None)
     scip.setParams(native)
     scip.setIntParam("display/verblevel", 4 if options.verbose else 0)
+    scip.hideOutput(not options.verbose)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(problem.refit(incumbent != 0))
     handler.add_start()
     try:
-        scip.optimize()
+        with native_streams(options.verbose):   # SoPlex writes to std::cerr itself
+            scip.optimize()
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
     bound = scip.getDualbound()
-    lower = float(bound) if np.isfinite(bound) and abs(bound) < 1e20 else None
+    # the handler's cuts count in the bound mass like the master's own rows
+    margin = dual_bound_margin(handler, backend.dual_tolerance(options))
+    lower = float(bound) - margin if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
     status = backend.STATUS.get(scip.getStatus(), "error")
     gap = relative_gap(upper, lower)
@@ -108,9 +114,10 @@ except ImportError:  # the backend check reports SCIP missing before this is use
 class _CutHandler(Conshdlr):
     """Adds perspective cuts at LP points and keeps the best refitted support as the incumbent."""
 
-    def __init__(self, problem: SparseProblem, z, eta):
+    def __init__(self, problem: SparseProblem, z, eta, bound_mass: float):
         self.problem, self.z, self.eta = problem, z, eta
         self.best, self.upper, self.n_cuts = None, np.inf, 0
+        self.bound_mass = bound_mass   # the master's, plus every cut's |constant| (dual_bound_margin)
 
     # --- helpers -------------------------------------------------------------
 
@@ -131,7 +138,7 @@ class _CutHandler(Conshdlr):
                 self.model.setSolVal(sol, var, float(support[k, j]))
         values = perspective_cut(self.problem, self.best).parts(support.astype(float))
         for var, value in zip(self.eta, values):
-            self.model.setSolVal(sol, var, float(value) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE)
+            self.model.setSolVal(sol, var, float(value) + CUT_TOLERANCE * max(1.0, abs(value)))
         self.model.addSol(sol)
 
     def _point(self, sol=None) -> np.ndarray:
@@ -159,6 +166,7 @@ class _CutHandler(Conshdlr):
             self.model.addCons(self.eta[t] >= float(cut.constant[t]) + expr,
                                name=f"oa_cut_{self.n_cuts}", removable=True)
             self.n_cuts += 1
+            self.bound_mass += abs(float(cut.constant[t]))
 
     def _separate(self, integral: bool, sol=None) -> tuple[Cut, np.ndarray]:
         """The cut at the point ``sol`` (the LP solution when None) and which parts it violates."""
