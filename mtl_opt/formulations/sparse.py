@@ -48,6 +48,9 @@ MAX_CURVATURE_FEATURES = 2000
 #: slopes grow like L / kappa and the Big-M like sqrt(UB / kappa): below 1e-8, slopes of 1e8 times
 #: the objective meet solver tolerances of 1e-9 and the bound carries no digit of the gap.
 MIN_RELATIVE_CURVATURE = 1e-8
+#: Cut slopes below this are folded into the cut's constant (``Cut.for_solver``): the solvers'
+#: zero tolerance, on the normalized problem whose objective is near 1.
+SMALL_SLOPE = 1e-9
 
 
 def zbar_penalty(support: np.ndarray) -> float:
@@ -296,20 +299,20 @@ def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 def dual_bound_margin(model, dual_tolerance: float) -> float:
-    """How far a solver's dual bound on ``model`` may lie above the true one: tolerance * mass.
+    """How far a solver's dual bound on ``model`` may lie above the true one.
 
-    An LP relaxation's value is the dual objective sum_i y_i b_i + sum_j d_j x_j over the finite
-    bounds b_i of rows and x_j of columns the basis holds (Neumaier and Shcherbina, Math. Prog.
-    2004).  A solver accepts reduced costs d and row duals y of the wrong sign up to its
-    dual-feasibility tolerance, so the value may exceed the relaxation's true minimum by at most
-    tolerance * (sum |b_i| + sum |x_j|) over those bounds: ``model.bound_mass``, kept up to date
-    by ``build_master``, ``add_cut`` and ``build_miqp`` (and by whoever adds rows of its own).  Branch and bound takes the least such
-    value over its open nodes, so the same margin covers its dual bound (integrality tolerances
-    only loosen the relaxations).  The rows the solver derives itself are assumed valid.
+    An LP relaxation's value is its dual objective: the sum over the bounds the basis holds
+    (rows and columns at a finite bound) of that bound times its dual value or reduced cost
+    (Neumaier and Shcherbina, Math. Prog. 2004).  A basis holds exactly n such bounds for n
+    columns, and the solver accepts dual values of the wrong sign up to its dual-feasibility
+    tolerance, so the value exceeds the relaxation's minimum by at most
+    tolerance * n * max(1, largest finite bound): ``model.n_columns`` and ``model.largest_bound``,
+    kept by ``build_master``, ``add_cut`` and ``build_miqp`` (and by whoever adds rows of its
+    own).  Branch and bound reports the least such value over its open nodes, so the same margin
+    covers its dual bound; integrality tolerances only loosen the relaxations.  The rows a solver
+    derives itself are assumed valid, with right-hand sides within ``largest_bound``.
     """
-    return dual_tolerance * model.bound_mass
-
-
+    return dual_tolerance * model.n_columns * max(1.0, model.largest_bound)
 
 
 @dataclass(frozen=True)
@@ -332,6 +335,19 @@ class Cut:
         if len(self.constant) == 1:
             return np.array([self.value(z)])
         return self.constant + np.sum(self.gradient * z, axis=1)
+
+    def for_solver(self) -> "Cut":
+        """The cut with every |slope| below ``SMALL_SLOPE`` folded into the constant at its worst z.
+
+        Solvers drop such coefficients (HiGHS's small_matrix_value, SCIP's epsilon: 1e-9), which
+        for a negative slope would strengthen the cut beyond what is proven, and SCIP's LP failed
+        on them ("numerical troubles", with tasks on scales 1e-3 and 1e3).  g z >= min(g, 0) on
+        [0, 1], so the folded cut is weaker, hence valid.
+        """
+        small = np.abs(self.gradient) < SMALL_SLOPE
+        folded = np.where(small, np.minimum(self.gradient, 0.0), 0.0)
+        extra = folded.sum() if len(self.constant) == 1 else folded.sum(axis=1)
+        return Cut(self.constant + extra, np.where(small, 0.0, self.gradient))
 
 
 def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
@@ -408,22 +424,24 @@ def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
     model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
     model.cuts = pyo.ConstraintList()
     model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
-    # finite bounds: z in [0, 1], the cardinality rows' s (``dual_bound_margin``)
-    model.bound_mass = float(problem.n_tasks * (problem.n_features + problem.s))
+    # columns z, w, eta; finite bounds: z in [0, 1], the cardinality rows' s (``dual_bound_margin``)
+    model.n_columns = len(model.z) + len(model.w) + parts
+    model.largest_bound = float(problem.s)
     return model
 
 
 def add_cut(model: pyo.ConcreteModel, cut: Cut) -> None:
-    """Add eta >= cut(z) rows to a master from ``build_master``."""
+    """Add eta >= cut(z) rows to a master from ``build_master`` (``Cut.for_solver``)."""
     K, p = cut.gradient.shape
-    model.bound_mass += float(np.sum(np.abs(cut.constant)))
+    cut = cut.for_solver()
+    model.largest_bound = max(model.largest_bound, float(np.max(np.abs(cut.constant))))
     if len(cut.constant) == 1:
         model.cuts.add(model.eta[0] >= float(cut.constant[0]) + sum(
-            float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p)))
+            float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p) if cut.gradient[k, j]))
         return
     for k in range(K):
         model.cuts.add(model.eta[k] >= float(cut.constant[k]) + sum(
-            float(cut.gradient[k, j]) * model.z[k, j] for j in range(p)))
+            float(cut.gradient[k, j]) * model.z[k, j] for j in range(p) if cut.gradient[k, j]))
 
 
 def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
@@ -486,12 +504,12 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True) -
         bbar = problem.lambda_bbar / 2 * sum((model.beta[k, j] - model.mean[j]) ** 2
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
-    # finite bounds (``dual_bound_margin``): beta in [-M, M], z in [0, 1], the cardinality rows'
-    # s, the residual rows' y; the solver's linearizations of beta^2 <= t z have right-hand sides
-    # up to M^2 where it matters (t <= M^2), those of the loss up to F(0) = sum ||y_k||^2 / (2 n_k).
-    model.bound_mass = float(K * p * (1 + big_m + big_m**2) + K * problem.s
-                             + sum(np.sum(np.abs(y[k])) for k in range(K) if k not in shifted)
-                             + sum(y_k @ y_k / (2 * len(y_k)) for y_k in y))
+    # ``dual_bound_margin``: every column counts; finite bounds are M (beta), 1 (z), s
+    # (cardinality), y (residual rows) and, for the rows SCIP derives from the objective, its
+    # value at zero, F(0) = sum ||y_k||^2 / (2 n_k) (the perspective rows are homogeneous cones).
+    model.n_columns = model.nvariables()
+    model.largest_bound = max(big_m, problem.s, max(float(np.max(np.abs(y_k))) for y_k in y),
+                              sum(y_k @ y_k / (2 * len(y_k)) for y_k in y))
     return model
 
 

@@ -47,7 +47,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     start = time.perf_counter()
     master = initial_master(problem, incumbent)
     scip, z, eta = _native_master(master, problem)
-    handler = _CutHandler(problem, z, eta, master.bound_mass)
+    handler = _CutHandler(problem, z, eta, master)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
@@ -67,7 +67,6 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
     bound = scip.getDualbound()
-    # the handler's cuts count in the bound mass like the master's own rows
     margin = dual_bound_margin(handler, backend.dual_tolerance(options))
     lower = float(bound) - margin if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
@@ -114,10 +113,11 @@ except ImportError:  # the backend check reports SCIP missing before this is use
 class _CutHandler(Conshdlr):
     """Adds perspective cuts at LP points and keeps the best refitted support as the incumbent."""
 
-    def __init__(self, problem: SparseProblem, z, eta, bound_mass: float):
+    def __init__(self, problem: SparseProblem, z, eta, master: pyo.ConcreteModel):
         self.problem, self.z, self.eta = problem, z, eta
         self.best, self.upper, self.n_cuts = None, np.inf, 0
-        self.bound_mass = bound_mass   # the master's, plus every cut's |constant| (dual_bound_margin)
+        # the master's columns and bounds, with this handler's cuts (``dual_bound_margin``)
+        self.n_columns, self.largest_bound = master.n_columns, master.largest_bound
 
     # --- helpers -------------------------------------------------------------
 
@@ -160,13 +160,14 @@ class _CutHandler(Conshdlr):
 
     def _add(self, cut: Cut, violated: np.ndarray) -> None:
         K, p = cut.gradient.shape
+        cut = cut.for_solver()
         for t in np.flatnonzero(violated):
             tasks = range(K) if len(cut.constant) == 1 else [t]
-            expr = sum(float(cut.gradient[k, j]) * self.z[k][j] for k in tasks for j in range(p))
+            expr = sum(float(cut.gradient[k, j]) * self.z[k][j] for k in tasks for j in range(p) if cut.gradient[k, j])
             self.model.addCons(self.eta[t] >= float(cut.constant[t]) + expr,
                                name=f"oa_cut_{self.n_cuts}", removable=True)
             self.n_cuts += 1
-            self.bound_mass += abs(float(cut.constant[t]))
+            self.largest_bound = max(self.largest_bound, abs(float(cut.constant[t])))
 
     def _separate(self, integral: bool, sol=None) -> tuple[Cut, np.ndarray]:
         """The cut at the point ``sol`` (the LP solution when None) and which parts it violates."""
