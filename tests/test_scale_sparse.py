@@ -137,7 +137,7 @@ def scaled_case(variant, seed, K, p, ns, s, exponent, paths=None, intercept=Fals
 
 #: (exponent of the y scale, variant, K, p, n_k per task, s): n_k above and below p.
 SWEEP = [(-6, "l0l2", 2, 6, (4, 12), 2), (-4, "zbar_l2", 2, 7, (15, 5), 2), (-2, "bbar", 2, 6, (10, 5), 1),
-         (0, "cs_bbar", 3, 6, (8, 4, 10), 2), (2, "cs_l2", 1, 10, (7,), 2), (4, "zbar_bbar", 2, 6, (12, 4), 1),
+         (0, "cs_bbar", 3, 6, (8, 4, 10), 2), (2, "cs_l2", 1, 9, (7,), 2), (4, "zbar_bbar", 2, 6, (12, 4), 1),
          (6, "l0l2", 3, 6, (5, 9, 4), 1), (-6, "zbar_bbar", 1, 8, (6,), 2), (6, "zbar_l2", 3, 6, (4, 10, 8), 1)]
 
 
@@ -201,10 +201,12 @@ def _degenerate(kind):
 
 @pytest.mark.parametrize("kind", ["zero y in a task", "zero column", "duplicated columns"])
 def test_degenerate_data_never_crashes_nor_invalidates_the_bound(kind):
-    """bnb raised IndexError on an all-zero task; every path must return a valid certificate."""
+    """bnb raised IndexError on an all-zero task; every path must return a valid certificate
+    (bnb, the slowest, only where it crashed)."""
     Xs, ys, params = _degenerate(kind)
     optimum = brute_force(Xs, ys, "l0l2", 2, **params)
-    for path in paths_for("l0l2"):
+    paths = paths_for("l0l2") if kind == "zero y in a task" else ["oa-highs", "oa-scip", "miqp"]
+    for path in paths:
         assert_certificate(fit(Xs, ys, "l0l2", 2, params, path), optimum, (kind, path))
 
 
