@@ -159,17 +159,21 @@ def test_property_exact_paths_are_sound_at_any_scale(variant, exponent, K, p, wi
     scaled_case(variant, seed, K, p, ns, s, exponent, paths=[path])
 
 
-@pytest.mark.parametrize("exponent,variant,path", [(3, "zbar_l2", "oa-highs"), (6, "l0l2", "bnb"),
-                                                   (9, "cs_l2", "miqp"), (9, "zbar_bbar", "oa-scip")])
-def test_a_large_common_offset_with_intercepts_keeps_the_certificate(exponent, variant, path):
-    """y + 10^k (k up to 9) with fit_intercept: the optimum is shift-invariant, so the brute force
-    runs on y itself, taken back exactly (Sterbenz) from the stored y + 10^k."""
+@pytest.mark.parametrize("exponent,spread,variant,path", [
+    (3, 1e-4, "zbar_l2", "oa-highs"), (6, 1e-4, "l0l2", "bnb"), (9, 1e-3, "cs_l2", "miqp"),
+    (9, 1e-2, "zbar_bbar", "oa-scip")])
+def test_a_large_common_offset_with_intercepts_keeps_the_certificate(exponent, spread, variant, path):
+    """y * spread + 10^k (k up to 9) with fit_intercept.  The optimum is shift-invariant, so the brute
+    force runs on the spread part, taken back exactly (Sterbenz) from the stored values.  A rounded
+    mean left a shift d in the centred y (F + d^2 / 2 everywhere), and tiny spreads met absolute
+    solver tolerances."""
     K, s = 2, 1 if VARIANTS[variant][1] else 2
     Xs, ys, params = make_instance(variant, 300 + exponent, K, 7, (9, 5), s)
+    params["lambda_zbar"] *= spread**2
     offset = 10.0**exponent
-    shifted = [y + offset for y in ys]
-    optimum = brute_force(Xs, [y - offset for y in shifted], variant, s, intercept=True, **params)
-    assert_certificate(fit(Xs, shifted, variant, s, params, path, intercept=True), optimum,
+    stored = [y * spread + offset for y in ys]
+    optimum = brute_force(Xs, [y - offset for y in stored], variant, s, intercept=True, **params)
+    assert_certificate(fit(Xs, stored, variant, s, params, path, intercept=True), optimum,
                        (variant, exponent, path))
 
 

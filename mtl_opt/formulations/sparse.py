@@ -53,6 +53,20 @@ MIN_RELATIVE_CURVATURE = 1e-8
 SMALL_SLOPE = 1e-9
 
 
+def _centered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean over axis 0, values - mean), by the corrected two-pass algorithm.
+
+    At a large common level (y ~ 1e9 with a spread of 1e-4) the rounded mean is off by ~1e-7,
+    which the centred values keep as a constant shift d: F then gains d^2 / 2 at every B, and a
+    bound on it can exceed the true optimum.  The second pass subtracts the mean of the centred
+    values, which rounds relative to the spread, not the level (Chan, Golub and LeVeque 1983).
+    """
+    mean = values.mean(axis=0)
+    centred = values - mean
+    shift = centred.mean(axis=0)
+    return mean + shift, centred - shift
+
+
 def zbar_penalty(support: np.ndarray) -> float:
     """sum_k ||z_k - z_bar||^2 for a (K, p) boolean support, via sum_j (S_j - S_j^2 / K)."""
     counts = support.sum(axis=0).astype(float)
@@ -94,13 +108,12 @@ class SparseProblem:
                     f"variant {variant!r} has no {name[7:]} term, so {name} must be 0; got "
                     f"{value!r}. Pick a variant with that term ({', '.join(v for v in VARIANTS if name[7:] in v)}).")
         if fit_intercept:
-            x_means = np.array([X.mean(axis=0) for X in data.Xs])
-            y_means = np.array([y.mean() for y in data.ys])
+            (x_means, Xs), (y_means, ys) = (zip(*map(_centered, values)) for values in (data.Xs, data.ys))
+            x_means, y_means = np.array(x_means), np.array(y_means)
         else:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
-        Xs = tuple(X - mx for X, mx in zip(data.Xs, x_means))
-        ys = tuple(y - my for y, my in zip(data.ys, y_means))
-        return cls(Xs, ys, x_means, y_means, variant, int(s), float(lambda_ridge),
+            Xs, ys = tuple(data.Xs), tuple(data.ys)
+        return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
                    float(lambda_bbar), float(lambda_zbar))
 
     @property
