@@ -180,18 +180,21 @@ def test_a_large_common_offset_with_intercepts_keeps_the_certificate(exponent, s
 @pytest.mark.parametrize("variant,path", [("l0l2", "oa-highs"), ("l0l2", "bnb"), ("zbar_l2", "oa-scip"),
                                           ("bbar", "miqp")])
 def test_tasks_on_scales_1e_minus_3_to_1e3(variant, path):
-    """OA on HiGHS raised TypeError with per-task scales 10^-3 .. 10^3.  Single-tree OA on SCIP
+    """Tasks on scales 10^-3, 1 and 10^3 times a small common unit (10^-2).  Single-tree OA on SCIP
     does not close this zbar_l2 instance (SoPlex reports numerical troubles, SCIP falls back to
     pseudo solutions) but must stop at its time limit with a valid bound."""
     s = 1 if VARIANTS[variant][1] else 2
     Xs, ys, params = make_instance(variant, 400, 3, 6, (8, 4, 12), s)
-    ys = [y * scale for y, scale in zip(ys, (1e-3, 1.0, 1e3))]
+    ys = [y * scale for y, scale in zip(ys, (1e-5, 1e-2, 10.0))]
+    params["lambda_zbar"] *= 1e-4
     assert_certificate(fit(Xs, ys, variant, s, params, path, time_limit=3.0),
                        brute_force(Xs, ys, variant, s, **params), (variant, path))
 
 
 def _degenerate(kind):
+    """A degenerate l0l2 instance, y in units of 10^-4 (objective ~1e-8)."""
     Xs, ys, params = make_instance("l0l2", 500, 2, 6, (10, 5), 2)
+    ys = [1e-4 * y for y in ys]
     if kind == "zero y in a task":
         ys[0] = np.zeros_like(ys[0])
     elif kind == "zero column":
