@@ -14,7 +14,7 @@ from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.bnb import solve_bnb
 from ..solvers.deadline import Deadline
-from ..solvers.oa import initial_master, miqp_model, solve_miqp, solve_oa
+from ..solvers.oa import ExactSolve, initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -132,6 +132,7 @@ class SparseMTL(MTLEstimator):
                     f"solver={self.solver!r} needs lambda_ridge > 0 when some task has n_k <= p or "
                     f"a rank-deficient design: no curvature bounds the coefficients (Big-M) or "
                     f"makes the perspective cuts valid; set lambda_ridge > 0.")
+            problem.exact_curvature()   # refuses curvature too small for a safe bound
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
@@ -155,9 +156,13 @@ class SparseMTL(MTLEstimator):
         """Prove how good the fitted estimate is: run an exact solver from it, update ``result_``.
 
         The exact solver starts from the current estimate, so the objective can
-        only improve; afterwards ``result_.lower_bound`` is a proven bound.
+        only improve; afterwards ``result_.lower_bound`` is a proven bound.  ``solver`` and
+        ``backend`` are checked as ``fit`` would check them, before any work.
         """
         self._check_is_fitted()
+        if solver == "bcd":
+            raise InvalidParameterError("certify needs an exact solver: 'oa', 'miqp' or 'bnb'; got 'bcd'.")
+        type(self)(**{**self.get_params(), "solver": solver, "backend": backend}).check(data)
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         deadline = Deadline(options.time_limit)
         problem, scaler, std_data = self._problem(data)
@@ -195,24 +200,28 @@ class SparseMTL(MTLEstimator):
     def _certified(self, problem, scaler, data, B, solver, backend_name, options, deadline):
         """Run OA, the MIQP or bnb from the incumbent B until ``deadline`` and wrap the outcome.
 
-        The one place of the fallback bound: every term of F is a square or a
-        non-negative penalty, so F >= 0 stands in for a bound the solver did
-        not reach (none, or a negative one) before it stopped.
+        The solver sees the normalized twin ``problem.scaled(root)`` (``normalizing_root``),
+        whose objective at the incumbent is between 1/2 and 2: its tolerances are then
+        relative to the objective, whatever the units of y.  This is also the one place of
+        the fallback bound: every term of F is a square or a non-negative penalty, so F >= 0
+        stands in for a bound the solver did not reach (none, or a negative one) before it
+        stopped.
         """
-        if solver == "miqp":
-            exact = solve_miqp(problem, pick_backend("miqp", backend_name), options, B, deadline=deadline)
-        elif solver == "bnb":
-            exact = solve_bnb(problem, options, B, deadline=deadline)
-        elif pick_backend("milp", backend_name).name == "scip":
-            exact = solve_oa_single_tree(problem, options, B, deadline=deadline)
+        root = normalizing_root(problem.objective(B))
+        if root is None:   # F >= 0 everywhere, so an incumbent with F = 0 is optimal
+            exact = ExactSolve(B, 0.0, 0.0, "optimal", [], {"solver": "none: F = 0 at the incumbent",
+                                                            "solver_version": __version__})
         else:
-            exact = solve_oa(problem, pick_backend("milp", backend_name), options, B, deadline=deadline)
+            exact = _exact_solve(problem.scaled(root), B / root, solver, backend_name, options,
+                                 deadline).unscaled(root)
         status, lower = exact.status, exact.lower_bound
         if status == "optimal" and not relative_gap(exact.objective, lower) <= options.rel_gap:
             status = "gap_limit"
         bound = {"miqp": "Big-M MIQP dual bound", "bnb": "smallest open node's perspective dual bound"}.get(
             solver, "outer-approximation master dual bound")
-        if lower is None or lower <= 0:
+        if root is None:
+            bound = "F >= 0, and F = 0 at the incumbent"
+        elif lower is None or lower <= 0:
             lower, bound = 0.0, f"trivial bound (F >= 0; stopped before the {bound} rose above 0)"
         return self._result(problem, scaler, data, exact.B, lower, status,
                             f"{solver} ({exact.native['solver']})", exact.native["solver_version"],
@@ -231,3 +240,26 @@ class SparseMTL(MTLEstimator):
             bound_source=bound_source, solver=solver, solver_version=version, log=log,
             native=native, task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": self.n_iter_})
+
+
+def normalizing_root(objective: float) -> float | None:
+    """The power of 2 nearest sqrt(objective) (None when the objective is 0).
+
+    Dividing y by it (``SparseProblem.scaled``) divides F by its square, a power of 4 within a
+    factor 2 of F: exact in floating point, and the twin's objective is near 1.
+    """
+    if not objective > 0:
+        return None
+    mantissa, exponent = np.frexp(objective)   # objective = mantissa 2^exponent, mantissa in [1/2, 1)
+    return float(np.ldexp(1.0, int(exponent) // 2))
+
+
+def _exact_solve(problem, B, solver, backend_name, options, deadline):
+    """The exact solver ``solver`` (on ``backend_name``) run from the incumbent B until ``deadline``."""
+    if solver == "miqp":
+        return solve_miqp(problem, pick_backend("miqp", backend_name), options, B, deadline=deadline)
+    if solver == "bnb":
+        return solve_bnb(problem, options, B, deadline=deadline)
+    if pick_backend("milp", backend_name).name == "scip":
+        return solve_oa_single_tree(problem, options, B, deadline=deadline)
+    return solve_oa(problem, pick_backend("milp", backend_name), options, B, deadline=deadline)

@@ -44,6 +44,28 @@ VARIANTS = {
 
 #: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
 MAX_CURVATURE_FEATURES = 2000
+#: The exact paths refuse kappa_k = lambda_ridge + mu_k below this times the largest curvature
+#: L (``SparseProblem.lipschitz``).  mu_k itself is only known to p eps L (``curvature``), the cut
+#: slopes grow like L / kappa and the Big-M like sqrt(UB / kappa): below 1e-8, slopes of 1e8 times
+#: the objective meet solver tolerances of 1e-9 and the bound carries no digit of the gap.
+MIN_RELATIVE_CURVATURE = 1e-8
+#: Cut slopes below this are folded into the cut's constant (``Cut.for_solver``): the solvers'
+#: zero tolerance, on the normalized problem whose objective is near 1.
+SMALL_SLOPE = 1e-9
+
+
+def _centered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean over axis 0, values - mean), by the corrected two-pass algorithm.
+
+    At a large common level (y ~ 1e9 with a spread of 1e-4) the rounded mean is off by ~1e-7,
+    which the centred values keep as a constant shift d: F then gains d^2 / 2 at every B, and a
+    bound on it can exceed the true optimum.  The second pass subtracts the mean of the centred
+    values, which rounds relative to the spread, not the level (Chan, Golub and LeVeque 1983).
+    """
+    mean = values.mean(axis=0)
+    centred = values - mean
+    shift = centred.mean(axis=0)
+    return mean + shift, centred - shift
 
 
 def zbar_penalty(support: np.ndarray) -> float:
@@ -87,13 +109,12 @@ class SparseProblem:
                     f"variant {variant!r} has no {name[7:]} term, so {name} must be 0; got "
                     f"{value!r}. Pick a variant with that term ({', '.join(v for v in VARIANTS if name[7:] in v)}).")
         if fit_intercept:
-            x_means = np.array([X.mean(axis=0) for X in data.Xs])
-            y_means = np.array([y.mean() for y in data.ys])
+            (x_means, Xs), (y_means, ys) = (zip(*map(_centered, values)) for values in (data.Xs, data.ys))
+            x_means, y_means = np.array(x_means), np.array(y_means)
         else:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
-        Xs = tuple(X - mx for X, mx in zip(data.Xs, x_means))
-        ys = tuple(y - my for y, my in zip(data.ys, y_means))
-        return cls(Xs, ys, x_means, y_means, variant, int(s), float(lambda_ridge),
+            Xs, ys = tuple(data.Xs), tuple(data.ys)
+        return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
                    float(lambda_bbar), float(lambda_zbar))
 
     @property
@@ -218,11 +239,43 @@ class SparseProblem:
 
     def with_params(self, **changes) -> "SparseProblem":
         """The same data with other hyperparameters; cached data-only quantities are kept."""
-        other = replace(self, **changes)
+        return self._keeping_design_caches(replace(self, **changes))
+
+    def scaled(self, root: float) -> "SparseProblem":
+        """The twin problem whose objective is F / root^2 at B / root.
+
+        y / root and lambda_zbar / root^2, lambda_ridge and lambda_bbar unchanged: every term of F
+        is quadratic in (y, B) except the Zbar term, so F_twin(B / root) = F(B) / root^2 and the
+        twin has the same minimizing supports.  Exact in floating point when ``root`` is a power of
+        2 (only exponents change), so a bound on the twin times root^2 bounds min F exactly.
+        """
+        return self._keeping_design_caches(replace(
+            self, ys=tuple(y / root for y in self.ys), y_means=self.y_means / root,
+            lambda_zbar=self.lambda_zbar / root / root))
+
+    def _keeping_design_caches(self, other: "SparseProblem") -> "SparseProblem":
+        """``other`` with this problem's cached quantities that depend on the designs only."""
         for data_only in ("column_sq_norms", "curvature"):
             if data_only in self.__dict__:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other
+
+    def exact_curvature(self) -> np.ndarray:
+        """(K,) kappa_k = lambda_ridge + mu_k, the curvature the exact models rely on.
+
+        Raises InvalidParameterError, naming lambda_ridge > 0, when some kappa_k is below
+        ``MIN_RELATIVE_CURVATURE`` times the largest curvature (none to borrow, or too little
+        for a bound that solver tolerances cannot invalidate).
+        """
+        kappa = self.lambda_ridge + self.curvature
+        if np.any(kappa <= MIN_RELATIVE_CURVATURE * self.lipschitz):
+            raise InvalidParameterError(
+                f"the exact solvers need lambda_ridge > 0 here: some task has n_k <= p or a "
+                f"(nearly) rank-deficient design, so its curvature lambda_ridge + mu_k = "
+                f"{kappa.min():.3g} is below {MIN_RELATIVE_CURVATURE:g} times the largest "
+                f"({self.lipschitz:.3g}) and no bound is proven; set lambda_ridge > 0 "
+                f"(e.g. 1e-3 times the largest) or use solver='bcd'.")
+        return kappa
 
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
         """The same problem on a subset of the features (the others fixed at zero)."""
@@ -259,6 +312,23 @@ def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 # --- exact models: the perspective cut oracle, the OA master MILP and the Big-M MIQP ----------
 
 
+def dual_bound_margin(model, dual_tolerance: float) -> float:
+    """How far a solver's dual bound on ``model`` may lie above the true one.
+
+    An LP relaxation's value is its dual objective: the sum over the bounds the basis holds
+    (rows and columns at a finite bound) of that bound times its dual value or reduced cost
+    (Neumaier and Shcherbina, Math. Prog. 2004).  A basis holds exactly n such bounds for n
+    columns, and the solver accepts dual values of the wrong sign up to its dual-feasibility
+    tolerance, so the value exceeds the relaxation's minimum by at most
+    tolerance * n * max(1, largest finite bound): ``model.n_columns`` and ``model.largest_bound``,
+    kept by ``build_master``, ``add_cut`` and ``build_miqp`` (and by whoever adds rows of its
+    own).  Branch and bound reports the least such value over its open nodes, so the same margin
+    covers its dual bound; integrality tolerances only loosen the relaxations.  The rows a solver
+    derives itself are assumed valid, with right-hand sides within ``largest_bound``.
+    """
+    return dual_tolerance * model.n_columns * max(1.0, model.largest_bound)
+
+
 @dataclass(frozen=True)
 class Cut:
     """An affine minorant of the continuous part c(z) valid on all of [0, 1]^(K x p).
@@ -280,6 +350,19 @@ class Cut:
             return np.array([self.value(z)])
         return self.constant + np.sum(self.gradient * z, axis=1)
 
+    def for_solver(self) -> "Cut":
+        """The cut with every |slope| below ``SMALL_SLOPE`` folded into the constant at its worst z.
+
+        Solvers drop such coefficients (HiGHS's small_matrix_value, SCIP's epsilon: 1e-9), which
+        for a negative slope would strengthen the cut beyond what is proven, and SCIP's LP failed
+        on them ("numerical troubles", with tasks on scales 1e-3 and 1e3).  g z >= min(g, 0) on
+        [0, 1], so the folded cut is weaker, hence valid.
+        """
+        small = np.abs(self.gradient) < SMALL_SLOPE
+        folded = np.where(small, np.minimum(self.gradient, 0.0), 0.0)
+        extra = folded.sum() if len(self.constant) == 1 else folded.sum(axis=1)
+        return Cut(self.constant + extra, np.where(small, 0.0, self.gradient))
+
 
 def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
     """The cut at any coefficients B, from the strengthened perspective form of c(z).
@@ -294,14 +377,10 @@ def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
 
         c(z) >= G(B) + v.B - sum_jk z_jk v_jk^2 / (2 kappa_k)   for all z,
 
-    tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0:
-    lambda_ridge > 0, or n_k > p with a full-rank design.
+    tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0
+    (``SparseProblem.exact_curvature``): lambda_ridge > 0, or n_k > p with a well-conditioned design.
     """
-    kappa = problem.lambda_ridge + problem.curvature
-    if np.any(kappa <= 0):
-        raise InvalidParameterError(
-            "perspective cuts need lambda_ridge > 0 when some task has n_k <= p or a rank-deficient "
-            "design (no curvature to borrow); set lambda_ridge > 0.")
+    kappa = problem.exact_curvature()
     mean = B.mean(axis=0)
     losses, v = [], np.empty_like(B)
     for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
@@ -359,19 +438,24 @@ def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
     model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
     model.cuts = pyo.ConstraintList()
     model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
+    # columns z, w, eta; finite bounds: z in [0, 1], the cardinality rows' s (``dual_bound_margin``)
+    model.n_columns = len(model.z) + len(model.w) + parts
+    model.largest_bound = float(problem.s)
     return model
 
 
 def add_cut(model: pyo.ConcreteModel, cut: Cut) -> None:
-    """Add eta >= cut(z) rows to a master from ``build_master``."""
+    """Add eta >= cut(z) rows to a master from ``build_master`` (``Cut.for_solver``)."""
     K, p = cut.gradient.shape
+    cut = cut.for_solver()
+    model.largest_bound = max(model.largest_bound, float(np.max(np.abs(cut.constant))))
     if len(cut.constant) == 1:
         model.cuts.add(model.eta[0] >= float(cut.constant[0]) + sum(
-            float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p)))
+            float(cut.gradient[k, j]) * model.z[k, j] for k in range(K) for j in range(p) if cut.gradient[k, j]))
         return
     for k in range(K):
         model.cuts.add(model.eta[k] >= float(cut.constant[k]) + sum(
-            float(cut.gradient[k, j]) * model.z[k, j] for j in range(p)))
+            float(cut.gradient[k, j]) * model.z[k, j] for j in range(p) if cut.gradient[k, j]))
 
 
 def master_support(model: pyo.ConcreteModel, shape) -> np.ndarray:
@@ -439,6 +523,12 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
         bbar = problem.lambda_bbar / 2 * sum((model.beta[k, j] - model.mean[j]) ** 2
                                              for k in model.tasks for j in model.features)
     model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
+    # ``dual_bound_margin``: every column counts; finite bounds are M (beta), 1 (z), s
+    # (cardinality), y (residual rows) and, for the rows SCIP derives from the objective, its
+    # value at zero, F(0) = sum ||y_k||^2 / (2 n_k) (the perspective rows are homogeneous cones).
+    model.n_columns = model.nvariables()
+    model.largest_bound = max(big_m, problem.s, max(float(np.max(np.abs(y_k))) for y_k in y),
+                              sum(y_k @ y_k / (2 * len(y_k)) for y_k in y))
     return model
 
 

@@ -25,6 +25,7 @@ import contextlib
 import logging
 import math
 import os
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -150,6 +151,9 @@ class Backend(abc.ABC):
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
+    #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
+    #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
+    DUAL_TOLERANCE: ClassVar[tuple[str, float]]
     _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)
 
     # --- what the backend is and can do -------------------------------------
@@ -178,6 +182,11 @@ class Backend(abc.ABC):
         what = ("does not support lazy cuts" if capability == LAZY_CUTS
                 else f"cannot solve {capability.upper()} problems")
         raise CapabilityError(f"{self.label} {what}; use {', or '.join(ways)}.")
+
+    def dual_tolerance(self, opts: SolveOptions) -> float:
+        """The dual-feasibility tolerance a solve with ``opts`` runs at (``solver_options`` win)."""
+        name, default = self.DUAL_TOLERANCE
+        return float(opts.solver_options.get(name, default))
 
     def native_options(self, opts: SolveOptions) -> dict[str, Any]:
         """Native options for ``opts``: the common ones translated, ``solver_options`` last."""
@@ -219,7 +228,7 @@ class Backend(abc.ABC):
         clock = time.perf_counter()
         try:
             deadline.check()
-            with self._checked_translation(solver, deadline):
+            with self._checked_translation(solver, deadline), self._streams(opts.verbose):
                 results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                        raise_exception_on_nonoptimal_result=False,
                                        solver_options=options,
@@ -340,6 +349,10 @@ class Backend(abc.ABC):
     def _prepare(self, options: Mapping[str, Any]) -> None:
         """Process-level set-up the native options need before a solve (default: none)."""
 
+    def _streams(self, verbose: bool) -> contextlib.AbstractContextManager:
+        """Where the solver's output goes during a solve (default: Pyomo's capture)."""
+        return contextlib.nullcontext()
+
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
         """Duals of ``constraints`` through Pyomo's solution loader."""
         return dict(results.solution_loader.get_duals(constraints))
@@ -393,6 +406,7 @@ class HighsBackend(Backend):
     name, label, pyomo_name = "highs", "HiGHS", "highs"
     install_hint = "install it with `pip install highspy`"
     capabilities = frozenset({LP, MILP, QP})
+    DUAL_TOLERANCE = ("dual_feasibility_tolerance", 1e-7)
     STATUS = {  # highspy.HighsModelStatus member names
         "kOptimal": "optimal",
         "kTimeLimit": "time_limit",
@@ -484,6 +498,7 @@ class ScipBackend(Backend):
     name, label, pyomo_name = "scip", "SCIP", "scip_direct"
     install_hint = "install it with `pip install pyscipopt`"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP, NLP, LAZY_CUTS})
+    DUAL_TOLERANCE = ("numerics/dualfeastol", 1e-7)
     STATUS = {  # pyscipopt Model.getStatus() strings
         "optimal": "optimal",
         "gaplimit": "gap_limit",
@@ -543,6 +558,16 @@ class ScipBackend(Backend):
         probe.setParam(key, value)  # raises on an unknown name or a bad value
         return True
 
+    def _streams(self, verbose: bool) -> contextlib.AbstractContextManager:
+        # Pyomo's scip_direct captures fds 1 and 2 into a pipe that a Python thread drains, but
+        # pyscipopt's optimize() holds the GIL, so that thread cannot run while SCIP does: once
+        # SoPlex, which writes to std::cerr itself, filled the pipe ("Cannot set feasibility
+        # tolerance to small value", with y in units 1e4 too large), the solve hung past its time
+        # limit.  So Pyomo's capture is switched off and SCIP writes to native_streams instead.
+        from pyomo.contrib.solver.solvers.scip import scip_direct
+
+        return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
+
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
         # Pyomo's ScipSolutionLoader keeps the pyscipopt model and the
         # Pyomo -> SCIP constraint and variable maps.
@@ -572,6 +597,41 @@ class _OnOptimize(HierarchicalTimer):
         if identifier == "optimize":
             self.hook()
         super().start(identifier)
+
+
+@contextlib.contextmanager
+def native_streams(verbose: bool):
+    """A native solver's output (fds 1 and 2) to the terminal when ``verbose``, else to /dev/null.
+
+    Never into a pipe: a native solver that holds the GIL blocks on a full pipe whose reader is
+    a Python thread.
+    """
+    if verbose:
+        yield
+        return
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(fd) for fd in (1, 2)]
+    with open(os.devnull, "w") as sink:
+        try:
+            for fd in (1, 2):
+                os.dup2(sink.fileno(), fd)
+            yield
+        finally:
+            for fd, copy in zip((1, 2), saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any):
+    """``owner.name = value`` for the duration of the block."""
+    original = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
 
 
 def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:

@@ -116,10 +116,12 @@ class _Search:
                  deadline: Deadline):
         self.problem, self.node_iterations, self.deadline = problem, node_iterations, deadline
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys])   # task k's residuals: ends[k]:ends[k+1]
+        self.abs_Xs = [np.abs(X) for X in problem.Xs]
         self.heap, self.counter = [], itertools.count()
         self.best, self.upper = None, np.inf
         self.offer(problem.refit(incumbent != 0))
-        self.push(np.full(incumbent.shape, FREE, dtype=np.int8), np.concatenate(problem.ys))
+        if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
+            self.push(np.full(incumbent.shape, FREE, dtype=np.int8), np.concatenate(problem.ys))
 
     def lower(self) -> float:
         """The proven lower bound: the smallest open bound (the incumbent when none is open)."""
@@ -179,12 +181,13 @@ class _Search:
         return (slice(None), int(j)) if self.problem.common_support else (int(k), int(j))
 
     def bound(self, fixed: np.ndarray, r0: np.ndarray):
-        """(best D found, its residuals, its greedy support) for the node ``fixed``, from ``r0``.
+        """(a proven bound, its residuals, its greedy support) for the node ``fixed``, from ``r0``.
 
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
         chosen z moves continuously), with mu shrinking tenfold per stage; every point it
-        evaluates is also scored on the exact D, and the best exact value is the bound.
-        Stops early once D passes the incumbent (the node is pruned) or the deadline passes.
+        evaluates is also scored on D, and the best point's D, evaluated by ``safe_dual``,
+        is the bound.  Stops early once D passes the incumbent (the node is pruned) or the
+        deadline passes.
         """
         best = [-np.inf, r0, self._greedy(fixed, self.weights(r0))]
 
@@ -205,7 +208,30 @@ class _Search:
                 r = run.x
         except _Pruned:
             pass
-        return tuple(best)
+        return self.safe_dual(fixed, best[1]), best[1], best[2]
+
+    def safe_dual(self, fixed: np.ndarray, r: np.ndarray) -> float:
+        """D(r) at the node, lowered by a bound on its rounding error: never above the exact D(r).
+
+        Dot products of length m are off by at most gamma_m |x|.|y|, gamma_m = m u / (1 - m u)
+        (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).  So the loss part
+        sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k is off by at most gamma_(n+3) (|y_k|.|r_k| +
+        ||r_k||^2 / 2) / n_k per task; each slope v = X'r / n by at most e = gamma_(n+1) |X|'|r| / n,
+        so (|v| + e)^2 / (2 lambda_ridge), rounded up, is above every exact weight, and the greedy
+        z on those weights (summed, rounded up) bounds the node's exact penalty max_z z.a from
+        above.  The last subtractions are covered by a final gamma_3 term.
+        """
+        problem = self.problem
+        base, error, upper_weights = 0.0, 0.0, np.empty((problem.n_tasks, problem.n_features))
+        for k, (X, abs_X, y) in enumerate(zip(problem.Xs, self.abs_Xs, problem.ys)):
+            rk, n = r[self.ends[k]:self.ends[k + 1]], len(y)
+            base += (y @ rk - rk @ rk / 2) / n
+            error += _gamma(n + 3 + problem.n_tasks) * (np.abs(y) @ np.abs(rk) + rk @ rk / 2) / n
+            slack = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
+            upper_weights[k] = (np.abs(X.T @ rk / n) + slack) ** 2 / (2 * problem.lambda_ridge)
+        upper_weights *= 1 + _gamma(4)
+        penalty = np.sum(upper_weights[self._greedy(fixed, upper_weights)]) * (1 + _gamma(upper_weights.size))
+        return base - error - penalty - _gamma(3) * (abs(base) + error + penalty)
 
     def mu_schedule(self):
         top = SMOOTHING * (abs(self.upper) if np.isfinite(self.upper) else 1.0) / self.problem.s
@@ -261,6 +287,12 @@ class _Search:
             fill(row, state == FREE, row_weight, s - int((state == IN).sum()))
             z.append(row)
         return np.repeat(z, fixed.shape[0], axis=0) if self.problem.common_support else np.array(z)
+
+
+def _gamma(m: int) -> float:
+    """gamma_m = m u / (1 - m u), u = eps / 2: the relative error bound of m rounded operations."""
+    u = np.finfo(float).eps / 2
+    return m * u / (1 - m * u)
 
 
 def _capped(scores: np.ndarray, budget: int) -> np.ndarray:

@@ -23,7 +23,8 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
 from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_miqp,
-                                   coefficient_bound, master_support, perspective_cut)
+                                   coefficient_bound, dual_bound_margin, master_support,
+                                   perspective_cut)
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
@@ -35,10 +36,15 @@ from .options import SolveOptions
 ROOT_ROUNDS, ROOT_PATIENCE, ROOT_STALL = 300, 25, 1e-3
 #: z values above this count as in the support of a fractional point.
 FRACTIONAL_SUPPORT = 1e-6
-#: Native master options per backend (the user's solver_options still win).  HiGHS's default
-#: mip_feasibility_tolerance (1e-6) leaves its dual bound up to 1e-6 below the master's optimum
-#: in absolute terms, more than a 1e-6 relative gap on objectives below 1.
-MASTER_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
+#: Dual-feasibility tolerance of every exact solve: its dual bound is lowered by this times the
+#: model's bound mass (``formulations.sparse.dual_bound_margin``), which on the normalized
+#: problem (objective ~1) stays a small fraction of a 1e-6 gap; the defaults (1e-7) would not.
+DUAL_TOLERANCE = 1e-9
+#: Native options of the exact solves per backend (the user's solver_options still win).  HiGHS's
+#: default mip_feasibility_tolerance (1e-6) leaves its dual bound up to 1e-6 below the master's
+#: optimum, more than a 1e-6 relative gap on the normalized objective.
+EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": DUAL_TOLERANCE},
+                 "scip": {"numerics/dualfeastol": DUAL_TOLERANCE}}
 #: SCIP settings of the Big-M MIQP (the user's solver_options still win): no NLP solver.
 MIQP_SOLVER_OPTIONS = {"nlp/disable": True}
 
@@ -52,6 +58,17 @@ class ExactSolve(NamedTuple):
     status: str
     log: list
     native: dict
+
+    def unscaled(self, root: float) -> "ExactSolve":
+        """This solve of ``problem.scaled(root)`` mapped back to ``problem``: B times root, objective
+        and bounds (also in the log) times root^2 (exact for a power of 2 root)."""
+        powers = {"objective": 2, "lower_bound": 2, "incumbent": 2, "big_m": 1}
+
+        def back(key, value):
+            return value if value is None or key not in powers else value * root**powers[key]
+        log = [{key: back(key, value) for key, value in row.items()} for row in self.log]
+        return self._replace(B=self.B * root, objective=back("objective", self.objective),
+                             lower_bound=back("lower_bound", self.lower_bound), log=log)
 
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
@@ -71,7 +88,8 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     """
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
-    print_log, options = print_log or options.verbose, options.with_updates(verbose=False)
+    print_log = print_log or options.verbose
+    options = exact_options(backend, options).with_updates(verbose=False)
     master = initial_master(problem, incumbent, deadline)
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
@@ -80,18 +98,17 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
             "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
             "time": time.perf_counter() - start, "master_status": f"root LP, {len(root)} rounds"}]
-    master_options = options.with_updates(
-        rel_gap=options.rel_gap / 10,
-        solver_options={**MASTER_OPTIONS.get(backend.name, {}), **options.solver_options})
+    master_options = options.with_updates(rel_gap=options.rel_gap / 10)
     for it in range(1, max_iter + 1):
         if deadline.expired():
             status = "time_limit"
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(best != 0)]
+        margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
         run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
                             deadline=deadline)
         if run.bound is not None:
-            lower = max(lower, run.bound)
+            lower = max(lower, run.bound - margin)
         if not run.has_solution:
             status = "time_limit" if run.status == "time_limit" else "error"
             break
@@ -120,6 +137,12 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
                        "master_status": log[-1]["master_status"]})
 
 
+def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
+    """``options`` with ``EXACT_OPTIONS`` for ``backend`` under the user's own solver_options."""
+    return options.with_updates(
+        solver_options={**EXACT_OPTIONS.get(backend.name, {}), **options.solver_options})
+
+
 def initial_master(problem: SparseProblem, incumbent: np.ndarray,
                    deadline: Deadline | None = None) -> pyo.ConcreteModel:
     """The OA master with its first cuts: at the incumbent's support and at a few nearby ones
@@ -140,7 +163,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     tight at that z), until a positive LP bound stalls or ``deadline`` passes.  Cuts only at integral points leave the
     bound near 0 on all but tiny instances; Kelley's loop is slow too (on
     K=3, p=30 it needs ~150 rounds), hence the patience rule.  Returns the LP
-    bounds, one per round (each a valid lower bound on min F).
+    bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F).
     """
     for var in master.z.values():
         var.domain = pyo.UnitInterval
@@ -149,10 +172,11 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
         for _ in range(max_rounds):
             if deadline is not None and deadline.expired():
                 break
+            margin = dual_bound_margin(master, backend.dual_tolerance(options))
             run = backend.solve(master, "lp", options, persistent=True, deadline=deadline)
-            if not run.has_solution:
+            if not run.has_solution or run.objective is None:
                 break
-            bounds.append(run.objective)
+            bounds.append(run.objective - margin)
             z = np.clip([[pyo.value(master.z[k, j]) for j in range(problem.n_features)]
                          for k in range(problem.n_tasks)], 0.0, 1.0)
             support = z > FRACTIONAL_SUPPORT
@@ -206,10 +230,11 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
     feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
-    run = backend.solve(model, "miqp", options.with_updates(
-        rel_gap=options.rel_gap / 10,
-        solver_options={"numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}),
-        deadline=deadline)
+    scip_options = exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
+        "numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}))
+    run = backend.solve(model, "miqp", scip_options, deadline=deadline)
+    margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
+    bound = None if run.bound is None else run.bound - margin
     if run.has_solution:
         support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
                             for k in range(problem.n_tasks)])
@@ -219,12 +244,12 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
             best, upper = B, value
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
-    gap = relative_gap(upper, run.bound)
+    gap = relative_gap(upper, bound)
     status = "optimal" if gap is not None and gap <= options.rel_gap else (
         run.status if run.status in ("time_limit", "iteration_limit") else "gap_limit")
-    log = [{"iteration": 1, "lower_bound": run.bound, "incumbent": upper, "gap": gap,
+    log = [{"iteration": 1, "lower_bound": bound, "incumbent": upper, "gap": gap,
             "big_m": big_m, "time": run.wall_time}]
-    return ExactSolve(best, upper, run.bound, status, log,
+    return ExactSolve(best, upper, bound, status, log,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
 
 
@@ -235,6 +260,7 @@ def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool 
 
 
 def _proven_big_m(problem, upper):
+    problem.exact_curvature()   # refuses an ill-conditioned instance, naming lambda_ridge
     big_m = coefficient_bound(problem, upper)
     if big_m is None:
         raise InvalidParameterError(

@@ -25,11 +25,11 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import Cut, SparseProblem, perspective_cut
+from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
-from .backends import get_backend
+from .backends import get_backend, native_streams
 from .deadline import Deadline
-from .oa import FRACTIONAL_SUPPORT, ExactSolve, initial_master
+from .oa import FRACTIONAL_SUPPORT, ExactSolve, exact_options, initial_master
 from .options import SolveOptions
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
@@ -51,16 +51,19 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend.check("milp")
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
-    scip, z, eta = _native_master(initial_master(problem, incumbent, deadline), problem)
-    handler = _CutHandler(problem, z, eta)
+    master = initial_master(problem, incumbent, deadline)
+    scip, z, eta = _native_master(master, problem)
+    handler = _CutHandler(problem, z, eta, master)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
+    options = exact_options(backend, options)
     native = {"numerics/feastol": FEASTOL, **backend.native_options(options)}
     native.pop("display/verblevel", None)
     scip.setParams(native)
     scip.setIntParam("display/verblevel", 4 if options.verbose else 0)
+    scip.hideOutput(not options.verbose)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(problem.refit(incumbent != 0))
     handler.add_start()
@@ -69,11 +72,13 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
         scip.setParam("limits/time", left)
     try:
         if left > 0:
-            scip.optimize()
+            with native_streams(options.verbose):   # SoPlex writes to std::cerr itself
+                scip.optimize()
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
     bound = scip.getDualbound() if left > 0 else -np.inf
-    lower = float(bound) if np.isfinite(bound) and abs(bound) < 1e20 else None
+    margin = dual_bound_margin(handler, backend.dual_tolerance(options))
+    lower = float(bound) - margin if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
     status = backend.STATUS.get(scip.getStatus(), "error") if left > 0 else "time_limit"
     gap = relative_gap(upper, lower)
@@ -118,9 +123,11 @@ except ImportError:  # the backend check reports SCIP missing before this is use
 class _CutHandler(Conshdlr):
     """Adds perspective cuts at LP points and keeps the best refitted support as the incumbent."""
 
-    def __init__(self, problem: SparseProblem, z, eta):
+    def __init__(self, problem: SparseProblem, z, eta, master: pyo.ConcreteModel):
         self.problem, self.z, self.eta = problem, z, eta
         self.best, self.upper, self.n_cuts = None, np.inf, 0
+        # the master's columns and bounds, with this handler's cuts (``dual_bound_margin``)
+        self.n_columns, self.largest_bound = master.n_columns, master.largest_bound
 
     # --- helpers -------------------------------------------------------------
 
@@ -141,7 +148,7 @@ class _CutHandler(Conshdlr):
                 self.model.setSolVal(sol, var, float(support[k, j]))
         values = perspective_cut(self.problem, self.best).parts(support.astype(float))
         for var, value in zip(self.eta, values):
-            self.model.setSolVal(sol, var, float(value) * (1 + CUT_TOLERANCE) + CUT_TOLERANCE)
+            self.model.setSolVal(sol, var, float(value) + CUT_TOLERANCE * max(1.0, abs(value)))
         self.model.addSol(sol)
 
     def _point(self, sol=None) -> np.ndarray:
@@ -163,12 +170,14 @@ class _CutHandler(Conshdlr):
 
     def _add(self, cut: Cut, violated: np.ndarray) -> None:
         K, p = cut.gradient.shape
+        cut = cut.for_solver()
         for t in np.flatnonzero(violated):
             tasks = range(K) if len(cut.constant) == 1 else [t]
-            expr = sum(float(cut.gradient[k, j]) * self.z[k][j] for k in tasks for j in range(p))
+            expr = sum(float(cut.gradient[k, j]) * self.z[k][j] for k in tasks for j in range(p) if cut.gradient[k, j])
             self.model.addCons(self.eta[t] >= float(cut.constant[t]) + expr,
                                name=f"oa_cut_{self.n_cuts}", removable=True)
             self.n_cuts += 1
+            self.largest_bound = max(self.largest_bound, abs(float(cut.constant[t])))
 
     def _separate(self, integral: bool, sol=None) -> tuple[Cut, np.ndarray]:
         """The cut at the point ``sol`` (the LP solution when None) and which parts it violates."""
