@@ -265,3 +265,23 @@ def test_flag_errors_are_one_line_with_exit_2():
     for result, phrase in zip(results, ["not a finite number", "not a finite number",
                                         "invalid choice", "required"]):
         assert phrase in one_line_error(*result)
+
+
+def test_ctrl_c_inside_a_scip_solve_stops_the_fit_with_exit_130(tmp_path):
+    """SCIP catches SIGINT itself and stopped with 'userinterrupt', which the fit reported as a
+    finished run (exit 0, a 67% gap); the interrupt is now handed back to Python.  A SIGINT that
+    lands before SCIP starts takes the ordinary path, with the same outcome."""
+    from mtl_opt.synthetic import smtl_simulation
+
+    smtl_simulation(p=200, K=5, n=100, s_true=10, q=14, seed=0).data.to_npz(tmp_path / "hard.npz")
+    (tmp_path / "hard.toml").write_text(
+        '[data]\npath = "hard.npz"\n\n[method]\nname = "sparse_mtl"\nvariant = "l0l2"\ns = 10\n'
+        'lambda_ridge = 0.001\nsolver = "miqp"\n\n[solve]\ntime_limit = 300\n')
+    proc = start("solve", tmp_path / "hard.toml", "--out", tmp_path / "r.json", cwd=tmp_path)
+    assert proc.stdout.readline().startswith("mtl-opt ")   # the header: the fit is under way
+    time.sleep(4)                                          # bcd (< 1 s) and the build are done
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("mtl-opt: interrupted"), err
+    assert not (tmp_path / "r.json").exists()

@@ -249,6 +249,7 @@ class Backend(abc.ABC):
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
         native_status, native_gap = self._native_status(solver._solver_model)
+        raise_if_interrupted(self.label, native_status)
         status = self.STATUS.get(native_status)
         if status is None:
             logger.warning("%s returned unhandled status %r; reporting 'error'.",
@@ -417,7 +418,7 @@ class HighsBackend(Backend):
         "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
         **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
                          "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
-                         "kInterrupt", "kHighsInterrupt"), "error"),
+                         "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
     }
 
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
@@ -512,7 +513,7 @@ class ScipBackend(Backend):
         "infeasible": "infeasible",
         "unbounded": "unbounded",
         "inforunbd": "error",  # ambiguous: claim neither
-        "userinterrupt": "error",
+        "userinterrupt": "error",  # (raises KeyboardInterrupt first: raise_if_interrupted)
         "memlimit": "iteration_limit",  # a work limit: SCIP's dual bound at the stop is still valid
         "unknown": "error",
     }
@@ -597,6 +598,18 @@ class _OnOptimize(HierarchicalTimer):
         if identifier == "optimize":
             self.hook()
         super().start(identifier)
+
+
+#: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself (SCIP does,
+#: by default), so Python never saw it.
+INTERRUPTED = frozenset({"userinterrupt", "kInterrupt", "kHighsInterrupt"})
+
+
+def raise_if_interrupted(label: str, native_status: str) -> None:
+    """Hand a Ctrl-C that the native solver caught back to Python, so the fit stops like any
+    other interrupted work (the CLI exits 130) instead of reporting the cut-short run."""
+    if native_status in INTERRUPTED:
+        raise KeyboardInterrupt(f"{label} was interrupted")
 
 
 @contextlib.contextmanager

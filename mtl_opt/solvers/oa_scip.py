@@ -27,7 +27,7 @@ import pyomo.environ as pyo
 from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
-from .backends import get_backend, native_streams
+from .backends import get_backend, native_streams, raise_if_interrupted
 from .deadline import Deadline
 from .oa import FRACTIONAL_SUPPORT, ExactSolve, exact_options, initial_master
 from .options import SolveOptions
@@ -80,6 +80,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     margin = dual_bound_margin(handler, backend.dual_tolerance(options))
     lower = float(bound) - margin if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
+    raise_if_interrupted(backend.label, scip.getStatus())
     status = backend.STATUS.get(scip.getStatus(), "error") if left > 0 else "time_limit"
     gap = relative_gap(upper, lower)
     if gap is not None and gap <= options.rel_gap:
