@@ -166,14 +166,14 @@ def check_certificate(result, optimum, rel_gap):
 
 
 def armul_case(seed, m, p, sizes, exponents, level, *, c=1.0, loss="squared",
-               fit_intercept=True, standardize=True, x_scale=1.0):
+               fit_intercept=True, standardize=True, x_scale=1.0, solver="prox"):
     """Fit vanilla ARMUL on the transformed data and check it against the reference optimum."""
     Xs, ys = base_tasks(seed, m, p, sizes, loss)
     Xs = [X * x_scale for X in Xs]
     if loss == "squared":
         ys = transformed(ys, exponents, level)
     rel_gap = 1e-6
-    result = ARMUL(c=c, loss=loss, fit_intercept=fit_intercept, standardize=standardize,
+    result = ARMUL(c=c, loss=loss, fit_intercept=fit_intercept, standardize=standardize, solver=solver,
                    solve_options=SolveOptions(rel_gap=rel_gap)).fit(MultiTaskData(Xs, ys)).result_
     As = fitted_design(Xs, fit_intercept, standardize)
     caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))
@@ -247,6 +247,14 @@ def test_logistic_armul_certificate_holds_for_scaled_features(seed, m, exponent,
 def test_interpolating_data_is_never_falsely_optimal(seed, m, p, sizes, exponents, level):
     """Pooled n <= d: F* = 0, so no relative gap can be proven unless the fit is exact."""
     armul_case(seed, m, p, sizes, exponents, level)
+
+
+@pytest.mark.parametrize("exponents, level", [((-6, -6, -6), 0.0), ((0, 0, 0), 1e9), ((6, 6, 6), 0.0),
+                                               ((-3, 0, 3), 1e3)])
+def test_vanilla_armul_on_scip_reports_our_safe_bound_at_every_scale(exponents, level):
+    """SCIP's point, bounded by our dual bound (SCIP's own bound carries absolute cone tolerances)."""
+    result = armul_case(3, 3, 3, (12, 9, 15), exponents, level, solver="scip")
+    assert result.lower_bound is not None and result.bound_source == "dual feasible point from SCIP's solution"
 
 
 @pytest.mark.parametrize("estimator", [IndependentTasks, DataPooling, PerTaskOLS, PooledOLS])

@@ -241,8 +241,8 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version = self._solve_scip(problem, options, deadline)
-            return self._finish(data, problem, run, "SCIP", version, "SCIP dual bound", options)
+            run, version, source = self._solve_scip(problem, options, deadline)
+            return self._finish(data, problem, run, "SCIP", version, source, options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem, self._response_scale)
             run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
@@ -257,6 +257,9 @@ class ARMUL(GLMTasks):
                             "dual feasible point from the iterate", options)
 
     def _solve_scip(self, problem: ArmulProblem, options: SolveOptions, deadline: Deadline):
+        """SCIP's solution, a bound and the bound's source.  Vanilla (convex): the bound is our
+        safe dual bound at SCIP's point, never SCIP's own (its cone tolerances are absolute);
+        clustered: SCIP's dual bound, as SCIP reports it."""
         if self.structure == "vanilla":
             model = formulation.build_vanilla_model(problem)
             kind = "qcp" if self.loss == "squared" else "nlp"
@@ -277,9 +280,13 @@ class ARMUL(GLMTasks):
             labels = np.array([max(model.G, key=lambda g: model.assign[j, g].value) for j in model.J])
             centers, extra = table[labels], {"centers": table, "labels": labels}
         objective = problem.objective(theta, centers)
-        run = prox.ProxRun(theta, centers, objective, out.bound, out.status, 0, [],
+        if self.structure == "vanilla":
+            bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
+        else:
+            bound, source = out.bound, "SCIP dual bound"
+        run = prox.ProxRun(theta, centers, objective, bound, out.status, 0, [],
                            {**extra, "native": dict(out.native)})
-        return run, out.solver_version
+        return run, out.solver_version, source
 
     def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
         run, extra = self._restored(run), {}
