@@ -14,7 +14,7 @@ import pytest
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.solvers.backends import get_backend
-from mtl_opt.solvers.deadline import Deadline
+from mtl_opt.deadline import Deadline
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import smtl_simulation
 from test_sparse import brute_force_optimum

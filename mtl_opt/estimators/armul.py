@@ -13,7 +13,7 @@ from ..formulations.armul import ArmulProblem
 from ..result import FitResult, certified_status
 from ..solvers import prox
 from ..solvers.backends import get_backend
-from ..solvers.deadline import Deadline
+from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 

@@ -13,7 +13,7 @@ from ..result import relative_gap
 from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.bnb import solve_bnb
-from ..solvers.deadline import Deadline
+from ..deadline import Deadline
 from ..solvers.oa import ExactSolve, initial_master, miqp_model, solve_miqp, solve_oa
 from ..solvers.oa_scip import solve_oa_single_tree
 from ..solvers.options import SolveOptions

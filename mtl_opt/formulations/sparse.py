@@ -30,7 +30,7 @@ import scipy.sparse.linalg
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
-from ..solvers.deadline import Deadline
+from ..deadline import Deadline
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
 VARIANTS = {

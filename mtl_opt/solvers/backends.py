@@ -45,7 +45,7 @@ from mtl_opt.errors import (
     SolverUnavailableError,
 )
 from mtl_opt.result import absolute_gap, relative_gap
-from mtl_opt.solvers.deadline import Deadline, DeadlineReached
+from mtl_opt.deadline import Deadline, DeadlineReached
 from mtl_opt.solvers.options import SolveOptions
 
 logger = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 import scipy.linalg
 
 from ..formulations.sparse import SparseProblem, zbar_penalty
-from .deadline import Deadline
+from ..deadline import Deadline
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12

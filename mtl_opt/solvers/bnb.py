@@ -44,7 +44,7 @@ from .. import __version__
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
-from .deadline import Deadline
+from ..deadline import Deadline
 from .oa import ExactSolve, _format_row
 from .options import SolveOptions
 

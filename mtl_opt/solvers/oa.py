@@ -28,7 +28,7 @@ from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_m
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
-from .deadline import Deadline
+from ..deadline import Deadline
 from .options import SolveOptions
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by

@@ -28,7 +28,7 @@ from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
 from .backends import get_backend, native_streams, raise_if_interrupted
-from .deadline import Deadline
+from ..deadline import Deadline
 from .oa import FRACTIONAL_SUPPORT, ExactSolve, exact_options, initial_master
 from .options import SolveOptions
 
