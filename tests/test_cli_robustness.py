@@ -214,6 +214,8 @@ BAD_FOR_SOLVE = {  # instance -> a setting solve refuses at fit time
     "armul_lowrank_on_scip": '[data]\npath = "tiny_armul.csv"\ntask = "task"\nresponse = "y"\n'
                              '[method]\nname = "armul"\nstructure = "lowrank"\nn_components = 2\n'
                              'solver = "scip"\n',
+    "molar_with_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "molar"\n',
+    "ols_with_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "ols"\n',
 }
 
 

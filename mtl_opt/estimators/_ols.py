@@ -5,16 +5,24 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import OLSFit, ols, with_intercept
+from ..formulations.least_squares import OLSFit, check_design, ols, with_intercept
+
+
+def task_designs(data: MultiTaskData, fit_intercept: bool) -> list[tuple[str, np.ndarray]]:
+    """(name, design) per task, intercept column first when ``fit_intercept``."""
+    return [(f"task {name!r}", with_intercept(X) if fit_intercept else X)
+            for name, X in zip(data.task_names, data.Xs)]
+
+
+def check_task_designs(data: MultiTaskData, fit_intercept: bool) -> None:
+    """Refuse, before any fit, a task whose design per-task least squares cannot fit."""
+    for name, A in task_designs(data, fit_intercept):
+        check_design(A, name=name)
 
 
 def per_task_ols(data: MultiTaskData, fit_intercept: bool) -> list[OLSFit]:
     """One OLS fit per task (intercept first when ``fit_intercept``)."""
-    fits = []
-    for name, X, y in zip(data.task_names, data.Xs, data.ys):
-        A = with_intercept(X) if fit_intercept else X
-        fits.append(ols(A, y, name=f"task {name!r}"))
-    return fits
+    return [ols(A, y, name=name) for (name, A), y in zip(task_designs(data, fit_intercept), data.ys)]
 
 
 def split_intercept(stacked: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import ols, rounding_factor, with_intercept
+from ..formulations.least_squares import check_design, ols, rounding_factor, with_intercept
 from ..result import FitResult, certified_status
-from ._ols import per_task_ols, split_intercept
+from ._ols import check_task_designs, per_task_ols, split_intercept
 from .base import BOOLEAN, MTLEstimator
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".
@@ -34,6 +34,9 @@ class PerTaskOLS(MTLEstimator):
     def __init__(self, *, fit_intercept: bool = True):
         self.fit_intercept = fit_intercept
 
+    def _check_fit(self, data: MultiTaskData) -> None:
+        check_task_designs(data, self.fit_intercept)
+
     def _fit(self, data: MultiTaskData) -> FitResult:
         fits = per_task_ols(data, self.fit_intercept)
         coef, intercept = split_intercept(np.array([f.coef for f in fits]), self.fit_intercept)
@@ -57,9 +60,15 @@ class PooledOLS(MTLEstimator):
     def __init__(self, *, fit_intercept: bool = True):
         self.fit_intercept = fit_intercept
 
+    def _check_fit(self, data: MultiTaskData) -> None:
+        check_design(self._design(data), name="pooled data")
+
+    def _design(self, data: MultiTaskData) -> np.ndarray:
+        X = np.vstack(data.Xs)
+        return with_intercept(X) if self.fit_intercept else X
+
     def _fit(self, data: MultiTaskData) -> FitResult:
-        X, y = np.vstack(data.Xs), np.concatenate(data.ys)
-        fit = ols(with_intercept(X) if self.fit_intercept else X, y, name="pooled data")
+        fit = ols(self._design(data), np.concatenate(data.ys), name="pooled data")
         coef, intercept = split_intercept(np.tile(fit.coef, (data.n_tasks, 1)), self.fit_intercept)
         return _least_squares_result(self.method, data, coef, intercept, fit.objective,
                                      fit.lower_bound, "pooled mean squared error / 2")

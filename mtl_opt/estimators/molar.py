@@ -14,7 +14,7 @@ from ..formulations import molar as formulation
 from ..result import STATUSES, FitResult, certified_status
 from ..solvers.backends import pick_backend
 from ..solvers.options import SolveOptions
-from ._ols import per_task_ols, split_intercept
+from ._ols import check_task_designs, per_task_ols, split_intercept
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
 
 
@@ -105,6 +105,7 @@ class MOLAR(MTLEstimator):
             raise InvalidParameterError(
                 f"backend={self.backend!r} is only used with median='lp'; set median='lp' "
                 f"or leave backend unset.")
+        check_task_designs(data, self.fit_intercept)   # the per-task OLS stage's refusals
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()

@@ -35,12 +35,10 @@ class OLSFit:
     gram_inv_diag: np.ndarray # diag((A^T A)^{-1}), the OLS variance factors
 
 
-def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
-    """Least squares of y on A through a Cholesky factor of A^T A.
-
-    Raises InvalidDataError when A^T A is singular or ill-conditioned (fewer
-    rows than columns, collinear or constant columns), naming ``name``.
-    """
+def check_design(A: np.ndarray, *, name: str = "data") -> np.ndarray:
+    """A^T A, after refusing a design that least squares cannot fit (InvalidDataError naming
+    ``name``): no more rows than columns, or A^T A singular or ill-conditioned.  ``ols`` and the
+    estimators' up-front checks (``mtl-opt validate``) share it."""
     n, d = A.shape
     if n <= d:
         raise InvalidDataError(
@@ -54,6 +52,17 @@ def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
             f"{name}: X^T X is singular or nearly so (smallest/largest eigenvalue "
             f"{eig[0] / eig[-1]:.2e}); some features are collinear or constant within this "
             f"task. Drop them, or use a high-dimensional method.")
+    return gram
+
+
+def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
+    """Least squares of y on A through a Cholesky factor of A^T A.
+
+    Raises InvalidDataError when A^T A is singular or ill-conditioned (fewer
+    rows than columns, collinear or constant columns), naming ``name``.
+    """
+    n, d = A.shape
+    gram = check_design(A, name=name)
     ones = np.flatnonzero(np.all(A == 1.0, axis=0))
     level = float(np.mean(y)) if ones.size else 0.0
     shifted = y - level  # rounding: within eps |y - level| (exact near the level, Sterbenz)
