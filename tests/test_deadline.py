@@ -20,8 +20,10 @@ from mtl_opt.synthetic import smtl_simulation
 from test_sparse import brute_force_optimum
 
 LIMIT = 0.5
-#: What a return "in time" may take: the limit plus a margin that holds at 4x CPU load.
-IN_TIME = LIMIT + max(3 * LIMIT, 4.0)
+#: What a return "in time" may take: the limit plus a margin that holds under CI's loaded pass
+#: (two CPU burners on two cores, oldest packages), where the MIQP path once took 5.0 s against
+#: 0.64 s idle.  It still catches what the deadline fixed: 14-66 s on every exact path.
+IN_TIME = LIMIT + max(3 * LIMIT, 8.0)
 #: The exact paths: (solver, backend).
 EXACT_PATHS = [("oa", "highs"), ("oa", "scip"), ("miqp", None), ("bnb", None)]
 
