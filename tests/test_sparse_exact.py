@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from mtl_opt.data import MultiTaskData
-from mtl_opt.errors import InvalidParameterError
+from mtl_opt.errors import CapabilityError, InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
@@ -382,3 +382,18 @@ def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_no
         settings = {"s": 2, "lambda_ridge": 0.05, "solver": "bnb", **params}
         with pytest.raises(InvalidParameterError, match=message):
             SparseMTL(**settings).fit(data)
+
+
+@pytest.mark.parametrize("solver, backend, error, phrase", [
+    ("typo", None, InvalidParameterError, "'solver' parameter"),
+    ("bcd", None, InvalidParameterError, "exact solver"),
+    ("miqp", "highs", CapabilityError, "cannot solve MIQP")])
+def test_certify_checks_its_solver_and_backend_before_any_work(solver, backend, error, phrase):
+    """certify(solver='typo') ran OA and reported solver 'typo (HiGHS)', status optimal."""
+    problem, _ = random_problem("l0l2", 5)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    model = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.1).fit(data)
+    before = model.result_
+    with pytest.raises(error, match=phrase):
+        model.certify(data, solver=solver, backend=backend)
+    assert model.result_ is before
