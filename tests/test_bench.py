@@ -20,6 +20,7 @@ from mtl_opt.cli import ExitCode, main
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.instance import load_instance
+from mtl_opt.tomlfile import read_toml
 
 LIB = Path(__file__).resolve().parents[1] / "instances" / "library"
 OPTIMA = {r["instance"]: float(r["optimum"])
@@ -214,14 +215,14 @@ def _generator():
 
 
 def test_library_regenerates_from_its_generator(tmp_path):
-    """TOML files (no computed numbers) byte for byte; data and optima as parsed numbers."""
+    """TOML files parsed and equal (they hold no computed numbers); data and optima as parsed numbers."""
     generator = _generator()
     generator.generate(tmp_path, generator.LIBRARY)
     shipped = sorted(p.name for p in LIB.iterdir() if p.suffix in (".toml", ".csv"))
     assert sorted(p.name for p in tmp_path.iterdir()) == shipped
     for name in shipped:
         if name.endswith(".toml"):
-            assert (tmp_path / name).read_bytes() == (LIB / name).read_bytes(), name
+            assert read_toml(tmp_path / name, "regenerated") == read_toml(LIB / name, "shipped"), name
         else:
             assert_same_csv(tmp_path / name, LIB / name)
 

@@ -31,7 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 import scipy.linalg
 
-from ..formulations.sparse import SparseProblem, zbar_penalty
+from ..formulations.sparse import SparseProblem
 from ..deadline import Deadline
 
 #: A move must improve F by more than this (relative) to count.
@@ -358,7 +358,7 @@ def _swap_table(problem, model, task):
     pair.  ``delta[d, j]`` is inf where j is selected or adds nothing (D ~ 0);
     ``drops`` lists the selected features, plus None when there is room.
     """
-    K, p = problem.n_tasks, problem.n_features
+    K = problem.n_tasks
     group = list(range(K)) if task is None else [task]
     h = np.stack([model.columns(k) for k in group], axis=-1)          # (|V|, p, g)
     A = np.tensordot(model.P, h, axes=1)
