@@ -7,6 +7,14 @@ import os
 from .errors import InvalidParameterError
 
 
+def physical_memory() -> int | None:
+    """Bytes of physical memory (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
 def available_memory() -> int | None:
     """Bytes available for new allocations (Linux ``MemAvailable``, else free pages); None if unknown."""
     try:

@@ -46,6 +46,7 @@ from mtl_opt.errors import (
 )
 from mtl_opt.result import absolute_gap, relative_gap
 from mtl_opt.deadline import Deadline, DeadlineReached
+from mtl_opt.resources import physical_memory
 from mtl_opt.solvers.options import SolveOptions
 
 logger = logging.getLogger(__name__)
@@ -479,10 +480,8 @@ def default_memory_limit_mb() -> float | None:
     ``memlimit`` and its dual bound; ``solver_options={"limits/memory": ...}``
     overrides it.
     """
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**21
-    except (AttributeError, ValueError, OSError):
-        return None
+    total = physical_memory()
+    return None if total is None else total / 2**21
 
 
 class ScipBackend(Backend):
