@@ -37,11 +37,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from mtl_opt.errors import InvalidDataError, InvalidParameterError
+from mtl_opt.identifiability import constant_columns
 
 __all__ = ["MultiTaskData", "Scaler"]
-
-#: A column is constant when its standard deviation is at most this times (1 + |mean|).
-_CONSTANT_RTOL = 1e-12
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -461,11 +459,11 @@ class MultiTaskData:
         scaler : Scaler
             Undoes the transform and maps fitted coefficients back.
 
-        Raises
-        ------
-        InvalidDataError
-            When ``scale=True`` and a feature is constant (in a task for
-            "task", overall for "pooled").
+        Notes
+        -----
+        A feature constant in a task ("task") or overall ("pooled") is centred but left
+        unscaled (scale 1), as scikit-learn's StandardScaler does: it becomes a zero column,
+        whose coefficient no fit on it can determine (``mtl_opt.identifiability``).
         """
         if how not in ("task", "pooled"):
             raise InvalidParameterError(f"how must be 'task' or 'pooled'; got {how!r}.")
@@ -473,29 +471,17 @@ class MultiTaskData:
             if not isinstance(value, (bool, np.bool_)):
                 raise InvalidParameterError(f"{flag} must be True or False; got {value!r}.")
         if how == "task":
-            groups = [(f"in task '{t}'", X, y)
-                      for t, X, y in zip(self._task_names, self._Xs, self._ys)]
+            groups = list(zip(self._Xs, self._ys))
         else:
             X_all, y_all, _ = self.stacked()
-            groups = [("across all tasks", X_all, y_all)]
-        x_mean, x_scale, y_mean, constant = [], [], [], []
-        for where, X, y in groups:
+            groups = [(X_all, y_all)]
+        x_mean, x_scale, y_mean = [], [], []
+        for X, y in groups:
             mean, std = X.mean(axis=0), X.std(axis=0)
-            flat = std <= _CONSTANT_RTOL * (1.0 + np.abs(mean))
-            if scale and flat.any():
-                names = ", ".join(repr(self._feature_names[j]) for j in np.flatnonzero(flat))
-                constant.append(f"{names} {where}")
+            std[constant_columns(X)] = 1.0     # left unscaled, as StandardScaler does
             x_mean.append(mean if center else np.zeros_like(mean))
             x_scale.append(std if scale else np.ones_like(std))
             y_mean.append(y.mean() if center else 0.0)
-        if constant:
-            way_out = "drop those features or pass scale=False"
-            if how == "task":
-                way_out += ", or use how='pooled' if they vary across tasks"
-            raise InvalidDataError(
-                f"standardize(how='{how}'): constant feature(s) cannot be scaled to unit "
-                f"variance: {'; '.join(constant)}. To proceed, {way_out}."
-            )
         repeat = 1 if how == "task" else self.n_tasks
         scaler = Scaler(
             how=how,

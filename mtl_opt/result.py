@@ -132,6 +132,10 @@ class FitResult:
         Method-specific arrays or numbers (e.g. MOLAR's global coefficients).
     warnings : list of str
         What went wrong but did not stop the fit, e.g. a bound the guard dropped.
+    unidentified : list of [task, feature]
+        Coefficients the task's own data cannot determine (``mtl_opt.identifiability``): a
+        feature constant in that task or, for least-squares-based methods, collinear with
+        earlier ones there.  How each estimator fills them is in its docstring.
 
     Every result passes ``checked_bound`` when built: a bound above the objective is dropped
     (with a warning) and an ``optimal`` or ``gap_limit`` status then becomes ``heuristic``.
@@ -155,6 +159,7 @@ class FitResult:
     params: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
+    unidentified: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -200,6 +205,11 @@ class FitResult:
             ("Solver", f"{self.solver} {self.solver_version}".strip() or "none"),
             ("Time", f"{self.wall_time:.3g} s"),
         ] + [("Warning", text) for text in self.warnings]
+        if self.unidentified:
+            shown = ", ".join(f"{t}/{f}" for t, f in self.unidentified[:5])
+            more = f", ... ({len(self.unidentified) - 5} more)" if len(self.unidentified) > 5 else ""
+            rows.append(("Unidentified", f"{len(self.unidentified)} (task, feature) pair(s) the "
+                                         f"task's data cannot determine: {shown}{more}"))
         return "\n".join(f"  {key:<12} {value}" for key, value in rows)
 
     def to_dict(self) -> dict[str, Any]:

@@ -222,3 +222,36 @@ def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d
     data = MultiTaskData(Xs, ys, task_names=[f"task{j}" for j in range(m)])
     global_coef = 2 * eye[0] if structure == "vanilla" else np.zeros(d)
     return ArmulSimulation(data=data, coef=coef, global_coef=global_coef, inliers=inliers)
+
+
+def multisite(n_tasks: int = 10, n_features: int = 5, *, n=40, constant_share=0.3,
+              small_tasks: int = 2, sigma=0.5,
+              seed: int | np.random.Generator | None = None) -> SyntheticProblem:
+    """Data shaped like real multi-site data: some covariates do not vary inside some sites.
+
+    Tasks share a global coefficient vector plus N(0, 0.3^2) deviations.  In the first
+    ``round(constant_share * n_tasks)`` tasks feature ``k % n_features`` is held at one
+    site-specific value (a single-sex school, a site-level variable), and the last
+    ``small_tasks`` tasks have ``n_features`` rows (so n_k <= p + 1 with an intercept).
+    Features have different scales (sd 1, 10, 100, ...) and the sites different levels.
+    """
+    if not 0.0 <= constant_share <= 1.0:
+        raise InvalidParameterError(f"constant_share must be in [0, 1]; got {constant_share!r}.")
+    if not 0 <= small_tasks <= n_tasks:
+        raise InvalidParameterError(f"small_tasks must be in [0, n_tasks]; got {small_tasks!r}.")
+    rng = np.random.default_rng(seed)
+    p = n_features
+    global_coef = rng.standard_normal(p)
+    coef = global_coef + 0.3 * rng.standard_normal((n_tasks, p))
+    scales = 10.0 ** (np.arange(p) % 3)
+    n_constant = round(constant_share * n_tasks)
+    Xs, ys = [], []
+    for k in range(n_tasks):
+        rows = p if k >= n_tasks - small_tasks else n
+        X = scales * (rng.standard_normal((rows, p)) + rng.normal(0.0, 2.0, size=p))
+        if k < n_constant:
+            X[:, k % p] = scales[k % p] * rng.normal(0.0, 2.0)
+        Xs.append(X)
+        ys.append(1.0 + X @ coef[k] + sigma * rng.standard_normal(rows))
+    data = MultiTaskData(Xs, ys, task_names=[f"site{k}" for k in range(n_tasks)])
+    return SyntheticProblem(data=data, coef=coef, global_coef=global_coef)

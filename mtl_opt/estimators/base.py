@@ -18,6 +18,7 @@ import numpy as np
 
 from ..data import MultiTaskData, _to_float_array
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
+from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..result import FitResult
 
 
@@ -144,6 +145,11 @@ class MTLEstimator:
                     f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
                     f"got {value!r}.")
 
+    #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
+    #: "constant" (features constant in a task), "collinear" (also those collinear with earlier
+    #: ones: least-squares-based methods) or None (a pooled fit, where no task stands alone).
+    identification: str | None = "constant"
+
     #: Whether ``fit(data, init=...)`` uses a previous FitResult as a warm start.
     supports_warm_start: bool = False
 
@@ -158,6 +164,10 @@ class MTLEstimator:
         result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
         result.params = {k: v for k, v in self.get_params().items() if _is_plain(v)}
+        if self.identification is not None:
+            mask = unidentified_mask(data.Xs, getattr(self, "fit_intercept", True),
+                                     collinear=self.identification == "collinear")
+            result.unidentified = named_pairs(mask, data.task_names, data.feature_names)
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
         self.task_names_ = list(data.task_names)
@@ -171,6 +181,7 @@ class MTLEstimator:
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
                 f"Build one with MultiTaskData(Xs, ys) or MultiTaskData.from_csv(...).")
+        check_some_signal(data, getattr(self, "fit_intercept", True))
         self._check_fit(data)
 
     def _check_fit(self, data: MultiTaskData) -> None:

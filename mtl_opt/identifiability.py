@@ -1,0 +1,94 @@
+"""Which (task, feature) coefficients a task's own data can determine: the one rule for all estimators.
+
+Real multi-site data always contain covariates that do not vary inside some site (a school's
+sex composition in a single-sex school, a site-level variable) and sites with fewer rows than
+features.  In such a task some coefficients are not identified by its data: a constant column
+is absorbed by the intercept, a column in the span of other columns can trade weight with them.
+Estimators do not refuse such data; each handles an unidentified pair its own documented way
+(penalized methods leave the column out of that task or let the shared part fill it, MOLAR fits
+the task on its identified coordinates and fills the rest from the global estimate), and every
+result lists the pairs in ``FitResult.unidentified``.
+
+Two levels, one place:
+
+* ``constant_columns``: the column has no spread in the task (after centring when the model has
+  an intercept) — no method can learn that task's coefficient from its data.
+* ``identified_columns``: additionally drops columns in the span of the intercept and of
+  *earlier* columns of the same task (a greedy, order-preserving rank test), which is what
+  least squares needs.  Earlier features win, so the choice is explainable and does not depend
+  on ties broken inside LAPACK.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InvalidDataError
+
+#: A column is constant when its standard deviation is at most this times (1 + |mean|).
+CONSTANT_RTOL = 1e-12
+#: A column is collinear with earlier ones when the part of it (centred, unit length) that they
+#: do not explain is shorter than this: 1e-6 on singular values is 1e-12 on X^T X's eigenvalues,
+#: the ratio least squares refuses (``formulations.least_squares.RCOND``).
+COLLINEAR_RTOL = 1e-6
+
+
+def constant_columns(X: np.ndarray, center: bool = True) -> np.ndarray:
+    """Boolean (p,): columns of X that are constant (``center``) or identically zero (not)."""
+    X = np.asarray(X, dtype=float)
+    if not center:
+        return ~np.any(X != 0.0, axis=0)
+    mean = X.mean(axis=0)
+    return X.std(axis=0) <= CONSTANT_RTOL * (1.0 + np.abs(mean))
+
+
+def identified_columns(X: np.ndarray, fit_intercept: bool = True) -> np.ndarray:
+    """Boolean (p,): columns least squares can estimate in this task (greedy, in column order).
+
+    A column is kept when, after centring (``fit_intercept``) and scaling to unit length, more
+    than ``COLLINEAR_RTOL`` of it lies outside the span of the columns kept before it.  At most
+    n - 1 (n without intercept) columns are kept, so the kept design has full column rank.
+    """
+    X = np.asarray(X, dtype=float)
+    n, p = X.shape
+    keep = ~constant_columns(X, center=fit_intercept)
+    if not keep.any():
+        return keep
+    Z = X - X.mean(axis=0) if fit_intercept else X.copy()
+    basis = np.zeros((n, 0))
+    for j in np.flatnonzero(keep):
+        norm = np.linalg.norm(Z[:, j])
+        v = Z[:, j] / norm if norm > 0 else Z[:, j]
+        for _ in range(2):                       # twice is enough (Kahan-Parlett)
+            v = v - basis @ (basis.T @ v)
+        rest = np.linalg.norm(v)
+        if norm == 0.0 or rest <= COLLINEAR_RTOL:
+            keep[j] = False
+        else:
+            basis = np.column_stack([basis, v / rest])
+    return keep
+
+
+def unidentified_mask(Xs, fit_intercept: bool = True, *, collinear: bool) -> np.ndarray:
+    """Boolean (K, p): pairs a task cannot identify; ``collinear`` adds the rank test."""
+    if collinear:
+        return np.array([~identified_columns(X, fit_intercept) for X in Xs], dtype=bool)
+    return np.array([constant_columns(X, center=fit_intercept) for X in Xs], dtype=bool)
+
+
+def named_pairs(mask: np.ndarray, task_names, feature_names) -> list[list[str]]:
+    """The True entries of a (K, p) mask as [task, feature] name pairs (JSON-ready, row order)."""
+    return [[str(task_names[k]), str(feature_names[j])] for k, j in zip(*np.nonzero(mask))]
+
+
+def check_some_signal(data, fit_intercept: bool = True) -> None:
+    """Refuse a task no estimator can learn from: one row, or every feature constant in it."""
+    for name, X in zip(data.task_names, data.Xs):
+        if X.shape[0] < 2:
+            raise InvalidDataError(
+                f"task {name!r} has {X.shape[0]} row(s); every task needs at least 2 to fit "
+                f"anything. Drop the task or merge it with a similar one.")
+        if X.shape[1] and constant_columns(X, center=fit_intercept).all():
+            raise InvalidDataError(
+                f"task {name!r}: every feature is constant within the task, so its data say "
+                f"nothing about any coefficient. Drop the task, or check how it was extracted.")
