@@ -84,3 +84,44 @@ def test_armul_example_runs(examples, capsys):
         assert f"| {label} |" in out
         assert np.isfinite(runs[0][label].mse_sites) and runs[0][label].mse_sites > 0
     assert runs[0]["ARMUL vanilla"].status == "optimal"
+
+
+def test_bdf_loader_keeps_small_schools_and_their_constant_minority(examples):
+    example = examples("sparse_language")
+    df = example.rdataset("mlmRev", "bdf")
+    data = example.load_bdf()
+    sizes = df.groupby("schoolNR").size()
+    kept = df[df["schoolNR"].map(sizes) >= example.MIN_PUPILS]
+    assert data.n_tasks == kept["schoolNR"].nunique() == 129
+    assert data.n_total == len(kept)
+    minority = data.feature_names.index("minority")
+    assert sum(np.ptp(X[:, minority]) == 0 for X in data.Xs) == _sites_with_constant(
+        kept, "schoolNR", "Minority") > 80
+    # many schools have no more rows than coefficients (p + intercept)
+    assert int((data.n_samples <= data.n_features + 1).sum()) > 10
+
+
+def test_sparse_example_runs(examples, capsys):
+    example = examples("sparse_language")
+    runs = example.main(["--seeds", "1", "--sites", "4"])
+    out = capsys.readouterr().out
+    for label, _ in example.METHODS:
+        assert f"| {label} |" in out
+        assert np.isfinite(runs[0][label].mse_sites) and runs[0][label].mse_sites > 0
+    # l0l2 separates over schools, which bnb proves optimal within its 10 s limit
+    assert runs[0]["SparseMTL l0l2"].status == "optimal"
+    assert runs[0]["SparseMTL zbar_l2"].rel_gap is not None
+
+
+def test_star_loader_centres_features_and_keeps_all_schools(examples):
+    example = examples("molar_star")
+    df = example.rdataset("Ecdat", "Star")
+    data = example.load_star()
+    assert data.n_tasks == df["schidkn"].nunique() == 79
+    assert data.n_total == len(df) == 5748
+    X_all, _, _ = data.stacked()
+    np.testing.assert_allclose(X_all.mean(axis=0), 0.0, atol=1e-12)
+    black = data.feature_names.index("black")
+    df["black"] = df["race"] == "black"
+    assert sum(np.ptp(X[:, black]) == 0 for X in data.Xs) == _sites_with_constant(
+        df, "schidkn", "black") > 20
