@@ -177,6 +177,7 @@ def main(argv, doc: str, load: Callable[[], MultiTaskData], methods: Sequence[tu
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10, help="number of splits (seeds 0..S-1)")
     parser.add_argument("--sites", type=int, default=None, help="keep only the first N sites")
+    parser.add_argument("--plot", default=None, help="save a box plot of the held-out MSE here")
     args = parser.parse_args(argv)
     data = load()
     if args.sites is not None:
@@ -190,4 +191,25 @@ def main(argv, doc: str, load: Callable[[], MultiTaskData], methods: Sequence[tu
         runs.append(one_split(data, methods, seed, test_size))
     print(table(runs, reference))
     print(f"\n(total {time.perf_counter() - start:.0f} s)", flush=True)
+    if args.plot:
+        plot(runs, f"{title}, {args.seeds} splits", args.plot)
     return runs
+
+
+def plot(runs: Sequence[Mapping[str, Score]], title: str, path: str) -> None:
+    """Box plot over splits of every method's site-averaged held-out MSE."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(runs[0])
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(labels) + 1.2))
+    ax.boxplot([[r[label].mse_sites for r in runs] for label in labels],
+               orientation="horizontal")
+    ax.set_yticks(range(1, len(labels) + 1), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("held-out MSE, mean over sites")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -76,14 +76,19 @@ def test_harness_scores_match_least_squares_computed_here(examples):
         int((np.ptp(X, axis=0) == 0).sum()) for X in train.Xs) > 0
 
 
-def test_armul_example_runs(examples, capsys):
-    runs = examples("armul_schools").main(["--seeds", "1", "--sites", "4"])
+def test_armul_example_runs(examples, capsys, tmp_path):
+    plot = tmp_path / "armul.png"
+    runs = examples("armul_schools").main(["--seeds", "1", "--sites", "4", "--plot", str(plot)])
+    assert plot.read_bytes().startswith(b"\x89PNG")
     out = capsys.readouterr().out
     assert "4 sites" in out
     for label, _ in examples("armul_schools").METHODS:
         assert f"| {label} |" in out
         assert np.isfinite(runs[0][label].mse_sites) and runs[0][label].mse_sites > 0
     assert runs[0]["ARMUL vanilla"].status == "optimal"
+    # one split: median and both quartiles are that split's MSE
+    mse = runs[0]["pooling"].mse_sites
+    assert f"| pooling | {mse:.4f} [{mse:.4f}, {mse:.4f}] |" in out
 
 
 def test_bdf_loader_keeps_small_schools_and_their_constant_minority(examples):
