@@ -188,6 +188,14 @@ class ARMUL(GLMTasks):
     SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
+
+    A coefficient a task cannot identify (a feature constant within it, listed in
+    ``result_.unidentified``; or any direction when n_k <= p) is carried by the task's center
+    through the penalty: moving theta_j - gamma_j along a direction X_j does not see changes no
+    loss and lengthens the penalized deviation, so the optimal deviation has no such component.
+    A feature that is zero in the task (data centred per task) thus gets the center's
+    coefficient; a constant one shares its direction with the intercept, so only
+    intercept + value * coefficient is the task's own and the split is the shortest deviation.
     """
 
     method = "armul"
@@ -345,8 +353,10 @@ def misclassification(ys, preds) -> float:
 
 
 def cross_validate_armul(estimator: GLMTasks, data: MultiTaskData, *, n_components=None,
-                         c_grid=PAPER_C_GRID, seed=None, n_jobs=1, progress=False):
-    """5-fold CV (folds within tasks) over c (ARMUL) and ``n_components``, the paper's way.
+                         c_grid=PAPER_C_GRID, n_splits=5, seed=None, n_jobs=1, progress=False):
+    """K-fold CV (folds within tasks; 5 as in the paper) over c (ARMUL) and ``n_components``.
+
+    Every task needs ``n_splits`` rows; lower it for small tasks (real multi-site data).
 
     Scores by mean squared error (squared loss) or misclassification
     (logistic); returns ``mtl_opt.cv.CVResult`` with the refitted best estimator.
@@ -357,5 +367,5 @@ def cross_validate_armul(estimator: GLMTasks, data: MultiTaskData, *, n_componen
     if n_components is not None:
         grid["n_components"] = list(n_components)
     scoring = mean_squared_error if estimator.loss == "squared" else misclassification
-    return cross_validate(estimator, grid, data, n_splits=5, seed=seed, scoring=scoring,
+    return cross_validate(estimator, grid, data, n_splits=n_splits, seed=seed, scoring=scoring,
                           n_jobs=n_jobs, progress=progress)

@@ -137,7 +137,11 @@ def clustered_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, rng, *, 
         for rounds in range(1, max_rounds + 1):
             for g in range(k):
                 members = np.flatnonzero(labels == g)
-                if members.size:
+                if members.size == 1:  # exact: theta = center = the task's fit nearest the center
+                    one = problem.subset(members)
+                    theta[members] = centers[g] = task_fits(one, np.ones((1, problem.d), bool),
+                                                            centers[g])[0]
+                elif members.size:
                     run = fista(problem.subset(members), theta[members], centers[g], rel_gap=rel_gap)
                     theta[members], centers[g] = run.theta, run.centers[0]
             new_labels = _nearest(theta, centers)
@@ -253,7 +257,8 @@ def group_fit(problem: ArmulProblem, tasks, x0=None) -> np.ndarray:
 def task_fits(problem: ArmulProblem, columns: np.ndarray, base=None) -> np.ndarray:
     """Per task j, min f_j(theta_j) with theta_j = base + a correction on ``columns[j]`` only
     ((m, d) bool; ``base`` (d,) defaults to 0): the fit a task's own data make on the columns
-    they identify, everything else left at ``base``."""
+    they identify, everything else left at ``base``; the min-norm correction (squared loss),
+    so with every column allowed it is the minimizer nearest ``base``."""
     theta = np.zeros((problem.m, problem.d)) if base is None else np.tile(base, (problem.m, 1))
     for j, cols in enumerate(columns):
         if problem.loss == "squared":
