@@ -13,7 +13,9 @@ A coefficient a task cannot identify (a column constant or collinear in it, a ta
 fewer rows than coefficients): independent learning has nothing to borrow it from and fixes
 it at 0; pooling has no task-level coefficient; clustered and low-rank MTL give the task its
 cluster's center or its loading on the shared basis (the minimum-norm loading when the task
-cannot pin it down), which the other tasks' data determine.
+cannot pin it down), which the other tasks' data determine.  The loading is not penalized:
+where the task's identified coordinates pin it badly (X_j B nearly singular), the unidentified
+coefficient follows the basis far out (a model choice, not a numerical failure).
 """
 
 from __future__ import annotations
