@@ -218,6 +218,8 @@ def newton_glm(A, y, c, loss, x0=None, *, offset=0.0, tol=1e-13, max_iter=100) -
         size = 1.0
         while size > 1e-10 and value(x - size * step) > f - 0.25 * size * decrement:
             size /= 2
+        if value(x - size * step) >= f:
+            break  # no descent along a step of (nearly) singular curvature: keep x
         x, f = x - size * step, value(x - size * step)
     return x
 
