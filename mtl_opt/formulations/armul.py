@@ -253,7 +253,8 @@ class ArmulProblem:
         """A proven lower bound on the optimum from the iterate Theta, or None.
 
         coupling: "vanilla" (one free center), "pooled" (theta_j all equal),
-        "independent" (lambda = 0) or "fixed" (centers Gamma given, (m, d)).
+        "independent" (lambda = 0; None unless every task's Gram matrix is nonsingular on its
+        nonzero columns: ``restricted`` makes it so) or "fixed" (centers Gamma given, (m, d)).
         """
         if coupling not in COUPLINGS:
             raise InvalidParameterError(f"coupling must be one of {COUPLINGS}; got {coupling!r}.")
