@@ -125,6 +125,7 @@ def _solve(args) -> int:
     data = instance.load_data()
     estimator = instance.estimator(backend=args.backend, time_limit=args.time_limit,
                                    rel_gap=args.rel_gap)
+    estimator.check(data)  # refusals before any output, as in validate (fit repeats it: cheap)
     if not args.quiet:
         changed = ", ".join(f"{k}={v!r}" for k, v in instance.params.items()) or "defaults"
         print(f"mtl-opt {__version__}  instance {args.instance}")

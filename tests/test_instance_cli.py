@@ -1,6 +1,7 @@
 """Instance files and the CLI: round trips, validation errors, exit codes."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from tables import assert_same_arrays, assert_same_csv
 
 from mtl_opt.cli import ExitCode, main
 from mtl_opt.data import MultiTaskData
+from mtl_opt.estimators import ARMUL, MOLAR, IndependentTasks, SparseMTL
 from mtl_opt.errors import InstanceFileError, InvalidDataError, InvalidParameterError
 from mtl_opt.instance import load_instance
 from mtl_opt.result import FitResult
@@ -235,3 +237,67 @@ def test_bad_sparse_hyperparameters_exit_2(tmp_path, line, phrase):
     proc = run_cli("solve", path, "--out", tmp_path / "r.json")
     assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
     assert phrase in proc.stderr and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+# --- issue 19: real multi-site data (a feature constant within a task, tasks without signal) ---
+
+
+def _sites(tmp_path, rows=12, constant=(), collinear=False, method="armul"):
+    """An instance on three sites 'a', 'b', 'c' with two features: the (task, feature) pairs in
+    ``constant`` held at 1.5, site 'c' cut to ``rows`` rows (and x1 = 2 x0 there if
+    ``collinear``)."""
+    rng = np.random.default_rng(0)
+    Xs = [rng.normal(size=(12, 2)) for _ in range(3)]
+    Xs[2] = Xs[2][:rows]
+    for k, j in constant:
+        Xs[k][:, j] = 1.5
+    if collinear:
+        Xs[2][:, 1] = 2.0 * Xs[2][:, 0]
+    ys = [X @ [1.0, -1.0] + rng.normal(size=len(X)) for X in Xs]
+    MultiTaskData(Xs, ys, task_names=["a", "b", "c"]).to_csv(tmp_path / "data.csv")
+    path = tmp_path / "inst.toml"
+    path.write_text(f'[data]\npath = "data.csv"\ntask = "task"\nresponse = "y"\n'
+                    f'[method]\nname = "{method}"\n')
+    return path
+
+
+@pytest.mark.parametrize("method, pairs", [
+    ("armul", [["b", "x0"]]),                 # ARMUL lists constant features
+    ("itl", [["b", "x0"], ["c", "x1"]]),      # least squares also lists collinear ones
+])
+def test_solve_prints_unidentified_pairs_and_the_json_keeps_them(tmp_path, capsys, method, pairs):
+    path = _sites(tmp_path, constant=[(1, 0)], collinear=True, method=method)
+    out = tmp_path / "r.json"
+    assert main(["solve", str(path), "--out", str(out)]) == ExitCode.OK
+    printed = capsys.readouterr().out
+    line = next(row for row in printed.splitlines() if row.strip().startswith("Unidentified"))
+    assert f"{len(pairs)} (task, feature) pair(s)" in line
+    assert all(f"{t}/{f}" in line for t, f in pairs)
+    result = FitResult.from_json(out)
+    assert result.unidentified == pairs and result.status == "optimal"
+
+
+NO_SIGNAL = [(1, (), "1 row(s)"), (12, [(2, 0), (2, 1)], "every feature is constant")]
+
+
+@pytest.mark.parametrize("command", ["solve", "validate"])
+@pytest.mark.parametrize("rows, constant, phrase", NO_SIGNAL)
+def test_a_task_without_signal_is_a_one_line_error_with_exit_2(tmp_path, capsys, command, rows,
+                                                                 constant, phrase):
+    path = _sites(tmp_path, rows=rows, constant=constant)
+    assert main([command, str(path), "--out", str(tmp_path / "r.json")]) == ExitCode.INVALID_INPUT
+    captured = capsys.readouterr()
+    assert captured.out == "" and not (tmp_path / "r.json").exists()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("mtl-opt: error: ")
+    assert "'c'" in captured.err and phrase in captured.err
+
+
+@pytest.mark.parametrize("estimator", [MOLAR(), SparseMTL(s=2), ARMUL(), IndependentTasks()],
+                         ids=["molar", "sparse_mtl", "armul", "itl"])
+@pytest.mark.parametrize("rows, constant, phrase", NO_SIGNAL)
+def test_every_family_refuses_a_task_without_signal_in_python(tmp_path, estimator, rows,
+                                                                constant, phrase):
+    data = load_instance(_sites(tmp_path, rows=rows, constant=constant)).load_data()
+    with pytest.raises(InvalidDataError, match=re.escape(phrase)) as error:
+        estimator.fit(data)
+    assert "'c'" in str(error.value) and not hasattr(estimator, "result_")

@@ -7,9 +7,10 @@ from scipy.special import expit
 
 from .. import __version__
 from ..data import MultiTaskData
-from ..errors import InvalidParameterError, SolverError
+from ..errors import InvalidDataError, InvalidParameterError, SolverError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
+from ..identifiability import unidentified_mask
 from ..result import FitResult, certified_status
 from ..solvers import prox
 from ..solvers.backends import get_backend
@@ -42,8 +43,11 @@ class GLMTasks(MTLEstimator):
                 f"standardized; drop it or pass standardize=False.")
         self._scale = scale
         Xs = [(X - self._shift) / scale for X in data.Xs]
+        identified = ~unidentified_mask(data.Xs, self.fit_intercept, collinear=True)
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
+            identified = np.hstack([np.ones((data.n_tasks, 1), dtype=bool), identified])
+        self._identified = identified  # (m, d): columns each task's least squares can estimate
         scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
                  if self.loss == "squared" else formulation.ResponseScale())
         self._response_scale = scale
@@ -89,8 +93,12 @@ class GLMTasks(MTLEstimator):
             extra={"theta_fitted": run.theta, "centers_fitted": run.centers, **(extra or {})})
 
     def _anchors(self, problem: ArmulProblem) -> np.ndarray:
-        """Independent per-task fits: the seeds of clustered / low-rank starts."""
-        return np.array([prox.group_fit(problem, j) for j in range(problem.m)])
+        """Seeds of clustered / low-rank starts: the pooled fit corrected, in every task, by the
+        task's own fit on the columns it identifies (``_identified``).  A coefficient a task
+        cannot identify starts at the pooled value, so it neither pulls the task toward tasks
+        that share its gap nor starts at an arbitrary value the penalty never revisits."""
+        pooled = prox.group_fit(problem, np.arange(problem.m))
+        return prox.task_fits(problem, self._identified, pooled)
 
     def _check_fit(self, data: MultiTaskData) -> None:
         if self.n_components is not None and self.n_components > data.n_tasks:
@@ -180,6 +188,14 @@ class ARMUL(GLMTasks):
     SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
+
+    A coefficient a task cannot identify (a feature constant within it, listed in
+    ``result_.unidentified``; or any direction when n_k <= p) is carried by the task's center
+    through the penalty: moving theta_j - gamma_j along a direction X_j does not see changes no
+    loss and lengthens the penalized deviation, so the optimal deviation has no such component.
+    A feature that is zero in the task (data centred per task) thus gets the center's
+    coefficient; a constant one shares its direction with the intercept, so only
+    intercept + value * coefficient is the task's own and the split is the shortest deviation.
     """
 
     method = "armul"
@@ -235,6 +251,17 @@ class ARMUL(GLMTasks):
             raise InvalidParameterError(
                 "ARMUL(structure='clustered', solver='scip') needs the squared loss and c > 0 "
                 "(the exact model's big-M comes from them); use solver='prox'.")
+        if self.solver == "scip" and self.structure == "clustered":
+            deficient = unidentified_mask(data.Xs, self.fit_intercept, collinear=True).any(axis=1)
+            if deficient.any():
+                names = [str(t) for t, bad in zip(data.task_names, deficient) if bad]
+                raise InvalidDataError(
+                    f"ARMUL(structure='clustered', solver='scip') needs every task's design to "
+                    f"have full column rank (the exact model's big-M bounds each task's "
+                    f"coefficients by its smallest eigenvalue); {len(names)} task(s) have a "
+                    f"constant or collinear feature or no more rows than coefficients: "
+                    f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}. Use "
+                    f"solver='prox' (a local search), or drop those tasks or features.")
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
@@ -326,8 +353,10 @@ def misclassification(ys, preds) -> float:
 
 
 def cross_validate_armul(estimator: GLMTasks, data: MultiTaskData, *, n_components=None,
-                         c_grid=PAPER_C_GRID, seed=None, n_jobs=1, progress=False):
-    """5-fold CV (folds within tasks) over c (ARMUL) and ``n_components``, the paper's way.
+                         c_grid=PAPER_C_GRID, n_splits=5, seed=None, n_jobs=1, progress=False):
+    """K-fold CV (folds within tasks; 5 as in the paper) over c (ARMUL) and ``n_components``.
+
+    Every task needs ``n_splits`` rows; lower it for small tasks (real multi-site data).
 
     Scores by mean squared error (squared loss) or misclassification
     (logistic); returns ``mtl_opt.cv.CVResult`` with the refitted best estimator.
@@ -338,5 +367,5 @@ def cross_validate_armul(estimator: GLMTasks, data: MultiTaskData, *, n_componen
     if n_components is not None:
         grid["n_components"] = list(n_components)
     scoring = mean_squared_error if estimator.loss == "squared" else misclassification
-    return cross_validate(estimator, grid, data, n_splits=5, seed=seed, scoring=scoring,
+    return cross_validate(estimator, grid, data, n_splits=n_splits, seed=seed, scoring=scoring,
                           n_jobs=n_jobs, progress=progress)

@@ -8,6 +8,14 @@
 Independent learning and pooling are convex and certified by the dual
 points of ``ArmulProblem.dual_bound``; the other two are alternating local
 searches (status ``heuristic``).
+
+A coefficient a task cannot identify (a column constant or collinear in it, a task with
+fewer rows than coefficients): independent learning has nothing to borrow it from and fixes
+it at 0; pooling has no task-level coefficient; clustered and low-rank MTL give the task its
+cluster's center or its loading on the shared basis (the minimum-norm loading when the task
+cannot pin it down), which the other tasks' data determine.  The loading is not penalized:
+where the task's identified coordinates pin it badly (X_j B nearly singular), the unidentified
+coefficient follows the basis far out (a model choice, not a numerical failure).
 """
 
 from __future__ import annotations
@@ -49,12 +57,26 @@ class _Baseline(GLMTasks):
 
 
 class IndependentTasks(_Baseline):
-    """Independent task learning: one least-squares or logistic fit per task."""
+    """Independent task learning: one least-squares or logistic fit per task.
+
+    Each task is fitted on the columns its own data identify (``mtl_opt.identifiability``,
+    ``identified_columns``: constant columns and columns collinear with the intercept and
+    earlier ones are left out), and the coefficients of the pairs it lists in
+    ``result_.unidentified`` are 0: with no sharing, nothing else determines them, and 0
+    leaves the task's fitted values those of any least-squares solution.  The problem solved
+    and certified is therefore sum_j w_j f_j(theta_j) with theta_jk = 0 on those pairs
+    (``ArmulProblem.restricted``): on a constant or exactly collinear column this loses
+    nothing, on a nearly collinear one (within ``COLLINEAR_RTOL``) it is a choice.
+    """
 
     method, coupling, n_components = "itl", "independent", None
+    identification = "collinear"
+
+    def _problem(self, data: MultiTaskData, c: float):
+        return super()._problem(data, c).restricted(self._identified)
 
     def _run(self, problem):
-        theta = self._anchors(problem)
+        theta = prox.task_fits(problem, self._identified)
         return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
 
 
@@ -62,6 +84,7 @@ class DataPooling(_Baseline):
     """Data pooling: one fit on all tasks' data, the same model for every task."""
 
     method, coupling, n_components = "pooling", "pooled", None
+    identification = None  # one model for all: no task stands alone
 
     def _run(self, problem):
         theta = np.tile(prox.group_fit(problem, np.arange(problem.m)), (problem.m, 1))

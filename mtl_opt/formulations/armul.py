@@ -232,14 +232,29 @@ class ArmulProblem:
         return _cholesky(np.einsum("m,mik->ik", self.w, self.gram))
 
     @cached_property
+    def active(self) -> np.ndarray:
+        """(m, d) bool: the columns not identically zero in each task (a zero column's
+        coefficient does not enter that task's loss)."""
+        return np.any(self.X != 0.0, axis=1)
+
+    @cached_property
     def _task_factors(self):
-        return [_cholesky(G) for G in self.gram]
+        """Cholesky factors of each task's Gram matrix on its active columns (None if singular)."""
+        return [_cholesky(G[np.ix_(a, a)]) for G, a in zip(self.gram, self.active)]
+
+    def restricted(self, columns) -> "ArmulProblem":
+        """The problem with task j's columns outside ``columns[j]`` ((m, d) bool) set to zero:
+        the same objective at any Theta that is 0 there, and a task design of full rank when
+        ``columns`` are the ones it identifies, so the independent certificate applies."""
+        return ArmulProblem(self.X * np.asarray(columns, dtype=bool)[:, None, :], self.y,
+                            self.mask, self.w, self.lam, self.loss)
 
     def dual_bound(self, Theta, coupling="vanilla", centers=None) -> float | None:
         """A proven lower bound on the optimum from the iterate Theta, or None.
 
         coupling: "vanilla" (one free center), "pooled" (theta_j all equal),
-        "independent" (lambda = 0) or "fixed" (centers Gamma given, (m, d)).
+        "independent" (lambda = 0; None unless every task's Gram matrix is nonsingular on its
+        nonzero columns: ``restricted`` makes it so) or "fixed" (centers Gamma given, (m, d)).
         """
         if coupling not in COUPLINGS:
             raise InvalidParameterError(f"coupling must be one of {COUPLINGS}; got {coupling!r}.")
@@ -256,8 +271,10 @@ class ArmulProblem:
             if any(f is None for f in self._task_factors):
                 return None
             r = np.einsum("mnd,mn->md", self.X, s)
-            s = s - self.scores(np.array([scipy.linalg.cho_solve(f, rj) / nj
-                                          for f, rj, nj in zip(self._task_factors, r, self.n)]))
+            step = np.zeros_like(r)  # zero columns: X_j^T s_j is exactly 0 there already
+            for j, (f, a) in enumerate(zip(self._task_factors, self.active)):
+                step[j, a] = scipy.linalg.cho_solve(f, r[j, a]) / self.n[j]
+            s = s - self.scores(step)
         u_norm = np.linalg.norm(np.einsum("mnd,mn->md", self.X, s), axis=1)
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
@@ -340,8 +357,9 @@ class ArmulProblem:
         """
         weighted_y = np.sqrt(self.row_weight) * np.linalg.norm(self.y, axis=1)
         fit = np.sqrt(2 * upper)
-        if coupling == "independent":
-            eig = np.array([safe_min_eigenvalue(G, n) for G, n in zip(self.gram, self.n)])
+        if coupling == "independent":  # on active columns: u_j is exactly 0 on the others
+            eig = np.array([safe_min_eigenvalue(G[np.ix_(a, a)], n)
+                            for G, a, n in zip(self.gram, self.active, self.n)])
             if np.any(eig <= 0):
                 return None
             return 2 * (weighted_y + fit) / np.sqrt(self.w * eig)
