@@ -332,8 +332,9 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
     W_bad = np.where(aligned, 0.0, w).sum(axis=0)
     W_good = w.sum(axis=0) - W_bad
     shift = np.divide(W_bad, 2 * W_good, out=np.full(d, np.inf), where=W_good > 0)
-    se = np.sqrt(np.pi / 2 * np.sum(w**2, axis=0)
-                 / np.maximum(np.sum(w / tau, axis=0), np.finfo(float).tiny) ** 2)
+    precision = np.sum(w / tau, axis=0)   # 0 where no task identifies k: no global interval
+    se = np.sqrt(np.pi / 2 * np.divide(np.sum(w**2, axis=0), precision**2,
+                                       out=np.full(d, np.inf), where=precision > 0))
     half = _quantile_shift(w, tau, shift) + scipy.stats.norm.ppf(level) * se
     use_global = aligned & np.isfinite(half)[None, :]
     center = np.where(use_global, z[None, :], local)
