@@ -54,8 +54,9 @@ class MOLAR(MTLEstimator):
       RSS_m / (n_m - d_m) (the residual degrees of freedom of the fit actually
       made) and in gamma_m (the dimension of that task's estimate).
     * a coordinate no task identifies (e.g. a site-level variable constant in
-      every site): the data say nothing about it beyond the intercepts, so its
-      global and task coefficients are 0 and ``result_.warnings`` names it.
+      every site): no task's data separate it from the intercept and earlier
+      features, so its global and task coefficients are 0 and
+      ``result_.warnings`` names it.
     * refused (InvalidDataError naming the tasks): a task left with no feature,
       i.e. with estimated sigma n_m < 3 (n_m < 2 without intercept).  Pass
       ``sigma=`` or use ``MOLARHighDim`` there.
@@ -170,7 +171,7 @@ class MOLAR(MTLEstimator):
             objective_name="weighted-median objective", bound_source=median.bound_source,
             solver=median.solver, solver_version=median.solver_version, log=log,
             native=median.native, task_names=list(data.task_names), feature_names=list(data.feature_names),
-            warnings=unfitted_warnings(~fit.used[:, self.fit_intercept:].any(axis=0),
+            warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "sigma": sigma, "weights": fit.weights})

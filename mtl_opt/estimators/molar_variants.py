@@ -185,7 +185,7 @@ class MOLARLogistic(MTLEstimator):
             objective_name="weighted-median objective", bound_source=fit.median.bound_source,
             solver=f"scikit-learn lbfgs + {fit.median.solver}", solver_version=sklearn.__version__,
             log=fit.log, task_names=list(data.task_names), feature_names=list(data.feature_names),
-            warnings=unfitted_warnings(~fit.used[:, self.fit_intercept:].any(axis=0),
+            warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "weights": fit.weights})
