@@ -37,9 +37,9 @@ class OLSFit:
 
 def check_design(A: np.ndarray, *, name: str = "data") -> np.ndarray:
     """A^T A, after refusing a design that least squares cannot fit (InvalidDataError naming
-    ``name``): fewer rows than columns, or A^T A singular or ill-conditioned.  ``ols`` and the
-    estimators' up-front checks (``mtl-opt validate``) share it.  A square design of full rank
-    is fitted exactly (its residual is 0)."""
+    ``name``): fewer rows than columns, or A^T A singular or ill-conditioned.  Estimators choose
+    their columns first (``estimators._ols.fitted_columns``), so for them this is a numerical
+    safeguard.  A square design of full rank is fitted exactly (its residual is 0)."""
     n, d = A.shape
     if n < d:
         raise InvalidDataError(
