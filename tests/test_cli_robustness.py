@@ -214,8 +214,7 @@ BAD_FOR_SOLVE = {  # instance -> a setting solve refuses at fit time
     "armul_lowrank_on_scip": '[data]\npath = "tiny_armul.csv"\ntask = "task"\nresponse = "y"\n'
                              '[method]\nname = "armul"\nstructure = "lowrank"\nn_components = 2\n'
                              'solver = "scip"\n',
-    "molar_with_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "molar"\n',
-    "ols_with_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "ols"\n',
+    "molar_with_two_rows": '[data]\npath = "wide.npz"\n[method]\nname = "molar"\n',
 }
 
 
@@ -226,8 +225,8 @@ def test_validate_refuses_what_solve_refuses_with_the_same_error(tmp_path, capsy
     for name in ("tiny_sparse_l0l2", "tiny_armul_vanilla"):
         copy_instance(name, tmp_path)
     rng = np.random.default_rng(0)
-    MultiTaskData([rng.normal(size=(4, 6)) for _ in range(2)],  # n_k = 4 <= p = 6
-                  [rng.normal(size=4) for _ in range(2)]).to_npz(tmp_path / "wide.npz")
+    MultiTaskData([rng.normal(size=(2, 6)) for _ in range(2)],  # n_k = 2: no room for sigma_k
+                  [rng.normal(size=2) for _ in range(2)]).to_npz(tmp_path / "wide.npz")
     for name, text in BAD_FOR_SOLVE.items():
         (tmp_path / f"{name}.toml").write_text(text)
     outcomes = run_all(*[("validate", tmp_path / f"{name}.toml") for name in BAD_FOR_SOLVE])

@@ -130,10 +130,10 @@ def test_data_errors_reach_the_cli_as_exit_2(workdir):
 def test_data_that_molar_cannot_fit_exits_2(tmp_path):
     rng = np.random.default_rng(0)
     from mtl_opt.data import MultiTaskData
-    MultiTaskData([rng.normal(size=(3, 4)), rng.normal(size=(9, 4))],
-                  [rng.normal(size=3), rng.normal(size=9)]).to_csv(tmp_path / "data.csv")
+    MultiTaskData([rng.normal(size=(2, 4)), rng.normal(size=(9, 4))],  # 2 rows: no room for sigma
+                  [rng.normal(size=2), rng.normal(size=9)]).to_csv(tmp_path / "data.csv")
     proc = run_cli("solve", write(tmp_path), "--out", tmp_path / "r.json")
-    assert proc.returncode == ExitCode.INVALID_INPUT and "high-dimensional" in proc.stderr
+    assert proc.returncode == ExitCode.INVALID_INPUT and "MOLARHighDim" in proc.stderr
     with pytest.raises(InvalidDataError):
         instance = load_instance(tmp_path / "inst.toml")
         instance.estimator().fit(instance.load_data())

@@ -102,21 +102,36 @@ def test_known_sigma_is_used_and_checked():
         MOLAR(sigma=[0.1, 0.2]).fit(data)
 
 
-def test_too_few_observations_points_to_the_high_dimensional_variant():
+def test_fewer_rows_than_features_fit_and_two_rows_are_refused_pointing_to_alternatives():
+    """n_k <= p fits on the first n_k - 2 features (one residual degree of freedom for sigma_k);
+    a task with 2 rows has no room for a feature once sigma is estimated: refused, naming it."""
     rng = np.random.default_rng(0)
     data = MultiTaskData([rng.normal(size=(5, 6)), rng.normal(size=(20, 6))],
-                         [rng.normal(size=5), rng.normal(size=20)])
-    with pytest.raises(InvalidDataError, match="high-dimensional"):
-        MOLAR().fit(data)
+                         [rng.normal(size=5), rng.normal(size=20)], task_names=["small", "big"])
+    model = MOLAR().fit(data)
+    assert model.result_.unidentified == [["small", f"x{j}"] for j in range(3, 6)]
+    assert PerTaskOLS().fit(data).result_.unidentified == [["small", "x4"], ["small", "x5"]]
+    tiny = MultiTaskData([rng.normal(size=(2, 3)), rng.normal(size=(20, 3))],
+                         [rng.normal(size=2), rng.normal(size=20)], task_names=["tiny", "big"])
+    with pytest.raises(InvalidDataError, match=r"\['tiny'\].*n_k >= 3.*sigma=.*MOLARHighDim"):
+        MOLAR().fit(tiny)
+    assert MOLAR(sigma=1.0).fit(tiny).result_.unidentified == [["tiny", "x1"], ["tiny", "x2"]]
 
 
-def test_collinear_features_are_reported():
+def test_collinear_feature_is_filled_without_moving_the_tasks_fit():
+    """x2 = x0 + x1 in task 0: (task0, x2) is reported, takes the global value, and with no
+    thresholding (c_gamma = 0) task 0's fitted values are its own least-squares fit."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20, 2))
     X = np.column_stack([X, X[:, 0] + X[:, 1]])
-    data = MultiTaskData([X, rng.normal(size=(20, 3))], [rng.normal(size=20)] * 2)
-    with pytest.raises(InvalidDataError, match="singular"):
-        MOLAR().fit(data)
+    Xs = [X] + [rng.normal(size=(20, 3)) for _ in range(3)]
+    data = MultiTaskData(Xs, [x @ [1.0, 2.0, 3.0] + rng.normal(size=20) for x in Xs])
+    model = MOLAR(c_gamma=0.0).fit(data)
+    assert model.result_.unidentified == [["task0", "x2"]]
+    assert model.coef_[0, 2] == model.global_coef_[2] != 0
+    A = np.column_stack([np.ones(20), X])
+    own_fit = A[:, :3] @ np.linalg.lstsq(A[:, :3], data.ys[0], rcond=None)[0]
+    assert np.allclose(model.predict(data)[0], own_fit, rtol=0, atol=1e-9)
 
 
 def test_backend_without_lp_median_is_refused():

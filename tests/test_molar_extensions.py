@@ -127,8 +127,8 @@ def test_molar_coefs_is_the_estimators_code_path():
     (lambda X, y: molar_coefs(X, y, threshold="medium"), InvalidParameterError, "threshold"),
     (lambda X, y: molar_coefs(X, y, c_gamma=-1.0), InvalidParameterError, "c_gamma"),
     (lambda X, y: lasso_coefs(X, y[:1]), InvalidDataError, "responses"),
-    (lambda X, y: rm_coefs([X[0][:3]] + X[1:], [y[0][:3]] + y[1:]), InvalidDataError,
-     "observations"),
+    (lambda X, y: ml_coefs([X[0][:1]] + X[1:], [y[0][:1]] + y[1:]), InvalidDataError,
+     "n_k >= 2 rows.*sigma="),
     (lambda X, y: lasso_coefs([x[:, :1] for x in X], y), InvalidParameterError, "d = 1"),
 ])
 def test_plain_functions_reject_bad_input(call, error, match):
@@ -270,12 +270,15 @@ def test_high_dimensional_variant_beats_the_best_tuned_per_task_lasso():
     assert np.mean(hd) < 0.85 * best_lasso
 
 
-def test_high_dimensional_estimator_fits_where_ols_cannot():
+def test_high_dimensional_estimator_fits_all_features_where_ols_fits_a_few():
+    """d = 60 > n_k = 40: MOLAR's OLS stage fits the first n_k - 2 = 38 features of each task
+    (the other 22 per task are reported and filled), MOLARHighDim fits all of them."""
     Xs, ys, _ = sparse_global_problem(0, d=60, M=5, n=40)
     data = MultiTaskData(Xs, ys)
-    with pytest.raises(InvalidDataError, match="high-dimensional"):
-        MOLAR().fit(data)
-    assert MOLARHighDim().fit(data).coef_.shape == (5, 60)
+    unidentified = MOLAR().fit(data).result_.unidentified
+    assert unidentified == [[f"task{k}", f"x{j}"] for k in range(5) for j in range(38, 60)]
+    model = MOLARHighDim().fit(data)
+    assert model.coef_.shape == (5, 60) and model.result_.unidentified == []
 
 
 # ------------------------------------------------------------------ MOLAR-GLM

@@ -17,7 +17,8 @@ from ..data import MultiTaskData
 from ..estimators._ols import per_task_ols
 from ..estimators.base import Interval, OneOf
 from ..estimators.molar import molar_coefs, noise_levels
-from ..formulations.molar import shrink, thresholds, weighted_median
+from ..estimators.molar_baselines import pooled_median
+from ..formulations.molar import shrink, thresholds
 from .linear_policies import BatchedGreedy
 
 
@@ -65,9 +66,13 @@ class MOLARB(BatchedGreedy):
         if history is None:
             return molar_coefs(Xs, ys, sigma=self.sigma, c_gamma=self.c_gamma, threshold=self.threshold)
         batch, every = MultiTaskData(Xs, ys), MultiTaskData(*history)
-        batch_fits, every_fits = per_task_ols(batch, False), per_task_ols(every, False)
+        batch_fits = per_task_ols(batch, False)
+        every_fits = per_task_ols(every, False, residual_dof=int(self.sigma is None))
         sigma = noise_levels(self.sigma, every_fits, every.n_samples, every.task_names, "MOLARB")
-        center = weighted_median(np.array([f.coef for f in batch_fits]), batch.n_samples / sigma**2)
-        cut = thresholds(self.c_gamma, sigma, every.n_samples, every.n_features,
-                         np.array([f.gram_inv_diag for f in every_fits]))
-        return shrink(np.array([f.coef for f in every_fits]), center, cut, self.threshold)
+        center = pooled_median(batch_fits.coef,
+                               np.where(batch_fits.used, (batch.n_samples / sigma**2)[:, None], 0.0))
+        cut = thresholds(self.c_gamma, sigma, every.n_samples, every_fits.dims,
+                         every_fits.gram_inv_diag)
+        shrunk = shrink(every_fits.coef + every_fits.offset_correction(center), center, cut,
+                        self.threshold)
+        return np.where(every_fits.used, shrunk, center[None, :])

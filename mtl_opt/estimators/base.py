@@ -164,14 +164,21 @@ class MTLEstimator:
         result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
         result.params = {k: v for k, v in self.get_params().items() if _is_plain(v)}
-        if self.identification is not None:
-            mask = unidentified_mask(data.Xs, getattr(self, "fit_intercept", True),
-                                     collinear=self.identification == "collinear")
+        mask = self._unidentified_mask(data)
+        if mask is not None:
             result.unidentified = named_pairs(mask, data.task_names, data.feature_names)
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
         self.task_names_ = list(data.task_names)
         return self
+
+    def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray | None:
+        """(K, p) bool: the pairs ``result_.unidentified`` lists, by the ``identification`` rule
+        (None: not recorded).  An estimator whose fit leaves out more pairs overrides it."""
+        if self.identification is None:
+            return None
+        return unidentified_mask(data.Xs, getattr(self, "fit_intercept", True),
+                                 collinear=self.identification == "collinear")
 
     def check(self, data: MultiTaskData) -> None:
         """Every refusal ``fit`` makes before it fits (parameters, their combinations, the data's

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import check_design, ols, rounding_factor, with_intercept
+from ..formulations.least_squares import ols, rounding_factor, with_intercept
+from ..identifiability import identified_columns
 from ..result import FitResult, certified_status
-from ._ols import check_task_designs, per_task_ols, split_intercept
+from ._ols import per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from .base import BOOLEAN, MTLEstimator
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".
@@ -21,28 +22,32 @@ class PerTaskOLS(MTLEstimator):
 
         sum_k 1/(2 n_k) ||y_k - b_k - X_k beta_k||^2
 
+    Each task is fitted on the columns it identifies (``identifiability.identified_columns``);
+    a coefficient it cannot identify (a column constant or collinear with earlier ones in the
+    task, or beyond n_k - 1 features) is 0, and ``result_.unidentified`` lists it.  A task with
+    n_k <= p is fitted exactly on its first identified columns.
+
     Notes
     -----
     The lower bound is the proven least-squares bound of
-    ``mtl_opt.formulations.least_squares.ols`` per task (tight at the optimum), so
-    ``status`` is ``optimal`` whenever the linear algebra is accurate.
+    ``mtl_opt.formulations.least_squares.ols`` per task over the columns fitted
+    (tight at the optimum), so ``status`` is ``optimal`` whenever the linear
+    algebra is accurate.
     """
 
     method = "ols"
+    identification = "collinear"
     param_constraints = {"fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, fit_intercept: bool = True):
         self.fit_intercept = fit_intercept
 
-    def _check_fit(self, data: MultiTaskData) -> None:
-        check_task_designs(data, self.fit_intercept)
-
     def _fit(self, data: MultiTaskData) -> FitResult:
         fits = per_task_ols(data, self.fit_intercept)
-        coef, intercept = split_intercept(np.array([f.coef for f in fits]), self.fit_intercept)
+        coef, intercept = split_intercept(fits.coef, self.fit_intercept)
         return _least_squares_result(
-            self.method, data, coef, intercept, sum(f.objective for f in fits),
-            sum(f.lower_bound for f in fits) * (1 - rounding_factor(len(fits))),
+            self.method, data, coef, intercept, sum(f.objective for f in fits.fits),
+            sum(f.lower_bound for f in fits.fits) * (1 - rounding_factor(len(fits.fits))),
             "sum of per-task mean squared errors / 2")
 
 
@@ -52,32 +57,45 @@ class PooledOLS(MTLEstimator):
     Objective::
 
         1/(2 n_total) sum_k ||y_k - b - X_k beta||^2
+
+    A feature constant or collinear with earlier ones in the pooled data has coefficient 0
+    (a warning names it, ``result_.unidentified`` lists it for every task); the certificate
+    is over the columns fitted.
     """
 
     method = "pooled_ols"
+    identification = None
     param_constraints = {"fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, fit_intercept: bool = True):
         self.fit_intercept = fit_intercept
 
-    def _check_fit(self, data: MultiTaskData) -> None:
-        check_design(self._design(data), name="pooled data")
+    def _fitted(self, data: MultiTaskData) -> np.ndarray:
+        """(p,) bool: the features identified in the pooled data."""
+        return identified_columns(np.vstack(data.Xs), self.fit_intercept)
 
-    def _design(self, data: MultiTaskData) -> np.ndarray:
-        X = np.vstack(data.Xs)
-        return with_intercept(X) if self.fit_intercept else X
+    def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
+        return np.tile(~self._fitted(data), (data.n_tasks, 1))
 
     def _fit(self, data: MultiTaskData) -> FitResult:
-        fit = ols(self._design(data), np.concatenate(data.ys), name="pooled data")
-        coef, intercept = split_intercept(np.tile(fit.coef, (data.n_tasks, 1)), self.fit_intercept)
-        return _least_squares_result(self.method, data, coef, intercept, fit.objective,
-                                     fit.lower_bound, "pooled mean squared error / 2")
+        fitted = self._fitted(data)
+        X = np.vstack(data.Xs)[:, fitted]
+        fit = ols(with_intercept(X) if self.fit_intercept else X, np.concatenate(data.ys),
+                  name="pooled data")
+        stacked = np.zeros(data.n_features + self.fit_intercept)
+        stacked[stacked_mask(fitted[None, :], self.fit_intercept)[0]] = fit.coef
+        coef, intercept = split_intercept(np.tile(stacked, (data.n_tasks, 1)), self.fit_intercept)
+        return _least_squares_result(
+            self.method, data, coef, intercept, fit.objective, fit.lower_bound,
+            "pooled mean squared error / 2",
+            warnings=unfitted_warnings(~fitted, data.feature_names, "in the pooled data"))
 
 
-def _least_squares_result(method, data, coef, intercept, objective, lower, objective_name):
+def _least_squares_result(method, data, coef, intercept, objective, lower, objective_name,
+                          warnings=()):
     return FitResult(
         method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
         status=certified_status(objective, lower, LS_REL_GAP), objective_name=objective_name,
         bound_source="least-squares distance bound, safe in float64", solver="numpy/scipy",
         solver_version=np.__version__, task_names=list(data.task_names),
-        feature_names=list(data.feature_names))
+        feature_names=list(data.feature_names), warnings=list(warnings))

@@ -14,22 +14,52 @@ from ..formulations import molar as formulation
 from ..result import STATUSES, FitResult, certified_status
 from ..solvers.backends import pick_backend
 from ..solvers.options import SolveOptions
-from ._ols import check_task_designs, per_task_ols, split_intercept
+from ._ols import TaskFits, fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
 
 
 class MOLAR(MTLEstimator):
     """Per-task OLS, a covariate-wise weighted median, then thresholding toward it.
 
-    1. beta_ind_m = OLS of task m; sigma_m from its residuals unless given.
+    1. beta_ind_m = OLS of task m on the coordinates it identifies; sigma_m from
+       its residuals unless given.
     2. The global estimate beta* is the covariate-wise weighted median of the
        beta_ind_m with weights w_m = n_m / sigma_m^2, i.e. the solution of::
 
-           minimize  sum_k sum_m w_m |z_k - beta_ind_mk|     (the certified problem)
+           minimize  sum_k sum_m w_mk |z_k - beta_ind_mk|     (the certified problem)
 
-    3. Each coordinate is set to beta*_k (hard) or shrunk toward it (soft) when
-       |beta*_k - beta_ind_mk| <= gamma_m sqrt([(X_m^T X_m)^{-1}]_kk), with
-       gamma_m = c_gamma sqrt(ln(min(n_total / n_m, d))) sigma_m (Theorem 1).
+       with w_mk = w_m where task m identifies coordinate k, else 0.
+    3. Each identified coordinate is set to beta*_k (hard) or shrunk toward it
+       (soft) when |beta*_k - beta_ind_mk| <= gamma_m sqrt([(X_m^T X_m)^{-1}]_kk),
+       with gamma_m = c_gamma sqrt(ln(min(n_total / n_m, d_m))) sigma_m (Theorem 1).
+
+    Coordinates a task does not identify (real multi-site data: a covariate
+    constant within a site, collinear columns, fewer rows than features):
+
+    * which ones: ``identifiability.identified_columns`` (the intercept is always
+      identified); when sigma is estimated, a task with n_m <= d also drops its
+      last identified features in column order until n_m - d_m >= 1, so that
+      sigma_m exists.  ``result_.unidentified`` lists exactly these pairs.
+    * the task's data carry no information on such a coefficient, so it gets
+      weight 0 in that coordinate's median, is not thresholded, and takes the
+      pooled estimate beta*_k, the best guess the other tasks give.  The fill
+      must not move the task's own fit: its identified coefficients are
+      re-estimated by least squares with the filled part as an offset (they move
+      by -(A_S^T A_S)^{-1} A_S^T A_N beta*_N), which leaves its fitted values on
+      its rows unchanged when the column is constant or collinear (a constant
+      column c just shifts the intercept by -beta*_k c); step 3 then compares
+      these offset-corrected estimates with beta*.  The median itself uses the
+      task's own estimates (no circularity).
+    * d_m, the number of coefficients task m fits, replaces d in sigma_m^2 =
+      RSS_m / (n_m - d_m) (the residual degrees of freedom of the fit actually
+      made) and in gamma_m (the dimension of that task's estimate).
+    * a coordinate no task identifies (e.g. a site-level variable constant in
+      every site): no task's data separate it from the intercept and earlier
+      features, so its global and task coefficients are 0 and
+      ``result_.warnings`` names it.
+    * refused (InvalidDataError naming the tasks): a task left with no feature,
+      i.e. with estimated sigma n_m < 3 (n_m < 2 without intercept).  Pass
+      ``sigma=`` or use ``MOLARHighDim`` there.
 
     Parameters
     ----------
@@ -43,7 +73,7 @@ class MOLAR(MTLEstimator):
         LP solver when ``median="lp"`` (None picks HiGHS, else SCIP).
     sigma : float, sequence of floats, or None, default=None
         Known noise standard deviation (one, or one per task); None estimates
-        sigma_m^2 = RSS_m / (n_m - d).
+        sigma_m^2 = RSS_m / (n_m - d_m).
     fit_intercept : bool, default=True
         Adds an intercept column that is pooled and thresholded like any covariate.
     solve_options : SolveOptions or None
@@ -65,19 +95,22 @@ class MOLAR(MTLEstimator):
     Notes
     -----
     The certificate: ``lower_bound`` is the dual objective of a dual feasible
-    point (|u_mk| <= w_m, sum_m u_mk = 0), built from the median itself (with
+    point (|u_mk| <= w_mk, sum_m u_mk = 0), built from the median itself (with
     ``median="lp"`` also from the LP's duals; the higher bound is reported),
     evaluated on data centred at the median and lowered by a rigorous bound on
     its rounding error, so it holds at any common level of the data (e.g.
     intercepts ~1e9); it proves how far the reported global estimate is from
-    the optimal weighted-median objective.  The LP is solved with each
-    covariate centred and scaled to [-1, 1].
+    the optimal weighted-median objective.  Entries of weight 0 are left out
+    (no LP row, not in the ranges the bound uses) and coordinates no task
+    identifies add 0 to both sides.  The LP is solved with each covariate
+    centred and scaled to [-1, 1].
     Thresholding is a closed-form map and has no optimization gap.
-    Requires n_m > d in every task (OLS); for d > n_m use ``MOLARHighDim``
-    (LASSO debiasing, Appendix E), for 0/1 labels ``MOLARLogistic`` (Appendix G).
+    For d > n_m in most tasks use ``MOLARHighDim`` (LASSO debiasing, Appendix E),
+    for 0/1 labels ``MOLARLogistic`` (Appendix G).
     ``conf_int(alpha)`` gives Appendix F's entry-wise confidence intervals.
     """
 
+    identification = "collinear"
     method = "molar"
     param_constraints = {
         "threshold": [OneOf(("hard", "soft"))],
@@ -105,19 +138,26 @@ class MOLAR(MTLEstimator):
             raise InvalidParameterError(
                 f"backend={self.backend!r} is only used with median='lp'; set median='lp' "
                 f"or leave backend unset.")
-        check_task_designs(data, self.fit_intercept)   # the per-task OLS stage's refusals
+        self._unidentified_mask(data)   # the per-task OLS stage's refusals
+
+    def _residual_dof(self) -> int:
+        """Residual degrees of freedom each task keeps: 1 to estimate sigma_m, else 0."""
+        return int(self.sigma is None)
+
+    def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
+        return ~fitted_columns(data, self.fit_intercept, self._residual_dof())
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()
         clock = time.perf_counter()
-        fits = per_task_ols(data, self.fit_intercept)
+        fits = per_task_ols(data, self.fit_intercept, self._residual_dof())
         ols_time = time.perf_counter() - clock
         sigma = noise_levels(self.sigma, fits, data.n_samples, data.task_names, type(self).__name__)
         fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
                         median=self.median, backend=self.backend, options=options)
         log = [{"stage": "ols", "time": ols_time}, *fit.log]
         median = fit.median
-        objective = formulation.median_objective(median.z, fit.local, fit.weights)
+        objective = formulation.median_objective(median.z, fit.local, fit.entry_weights)
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_split = split_intercept(median.z[None, :], self.fit_intercept)
         status = (certified_status(objective, median.lower_bound, options.rel_gap)
@@ -131,6 +171,8 @@ class MOLAR(MTLEstimator):
             objective_name="weighted-median objective", bound_source=median.bound_source,
             solver=median.solver, solver_version=median.solver_version, log=log,
             native=median.native, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
+                                       data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "sigma": sigma, "weights": fit.weights})
 
@@ -138,7 +180,9 @@ class MOLAR(MTLEstimator):
         """Entry-wise (1 - alpha) confidence intervals for the task coefficients (Appendix F).
 
         Returns ``(lower, upper)``, each of shape (K, p), on the original scale
-        (intercepts are not included).  See ``molar_intervals`` for the
+        (intercepts are not included); NaN where the task does not identify the
+        coefficient (its data cannot tell whether it agrees with the global value,
+        which is what the global interval assumes).  See ``molar_intervals`` for the
         construction and its assumptions: the intervals are asymptotic, and
         exact-level only with known noise (``sigma=`` given); with estimated
         sigma the OLS intervals use t quantiles and the others plug in sigma_hat.
@@ -151,12 +195,12 @@ class MOLAR(MTLEstimator):
         return split_intercept(lower, self.fit_intercept)[0], split_intercept(upper, self.fit_intercept)[0]
 
 
-def noise_levels(sigma, fits, n_samples, task_names, owner: str = "MOLAR") -> np.ndarray:
-    """sigma_m as given (one float or one per task), or sqrt(RSS_m / (n_m - d)) from the OLS residuals."""
-    K = len(fits)
+def noise_levels(sigma, fits: TaskFits, n_samples, task_names, owner: str = "MOLAR") -> np.ndarray:
+    """sigma_m as given (one float or one per task), or sqrt(RSS_m / (n_m - d_m)) from the OLS residuals."""
+    K = len(fits.fits)
     if sigma is None:
-        n_coef = len(fits[0].coef)
-        estimate = np.array([np.sqrt(f.rss / (n_m - n_coef)) for f, n_m in zip(fits, n_samples)])
+        dof = np.asarray(n_samples) - fits.dims
+        estimate = np.array([np.sqrt(f.rss / df) for f, df in zip(fits.fits, dof)])
         exact = [name for name, s in zip(task_names, estimate) if s == 0]
         if exact:
             raise InvalidDataError(
@@ -176,49 +220,65 @@ def noise_levels(sigma, fits, n_samples, task_names, owner: str = "MOLAR") -> np
 class MolarFit(NamedTuple):
     """Every stage of one MOLAR fit, on the stacked coefficient scale (intercept column included)."""
 
-    local: np.ndarray          # (K, d) per-task OLS estimates
-    gram_inv_diag: np.ndarray  # (K, d) diag((X_m^T X_m)^{-1})
+    local: np.ndarray          # (K, d) per-task OLS estimates (0 where not used)
+    gram_inv_diag: np.ndarray  # (K, d) diag((A_S^T A_S)^{-1}) (NaN where not used)
+    used: np.ndarray           # (K, d) bool: the coordinates each task identifies and fits
     n_samples: np.ndarray      # (K,)
     sigma: np.ndarray          # (K,) noise levels used
     weights: np.ndarray        # (K,) n_m / sigma_m^2
-    median: _Median            # the global estimate and its certificate
-    coef: np.ndarray           # (K, d) after thresholding
+    median: _Median            # the global estimate (0 where no task identifies) and its certificate
+    own: np.ndarray            # (K, d) local, offset-corrected for the filled coordinates
+    coef: np.ndarray           # (K, d) after thresholding and filling
     log: list
 
+    @property
+    def entry_weights(self) -> np.ndarray:
+        """(K, d) the weight of each task in each coordinate's median: w_m where used, else 0."""
+        return np.where(self.used, self.weights[:, None], 0.0)
 
-def molar_fit(fits, n_samples, sigma, *, c_gamma: float, threshold: str, median: str = "closed_form",
-              backend=None, options: SolveOptions | None = None) -> MolarFit:
-    """Algorithm 1 from per-task OLS fits: weighted median, then thresholding toward it.
+    @property
+    def dims(self) -> np.ndarray:
+        """(K,) d_m, the number of coefficients each task fits."""
+        return self.used.sum(axis=1)
 
-    The one implementation behind ``MOLAR`` and ``molar_coefs``.
+
+def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: str,
+              median: str = "closed_form", backend=None, options: SolveOptions | None = None) -> MolarFit:
+    """Algorithm 1 from per-task fits: weighted median, fill, then thresholding toward it.
+
+    The one implementation behind ``MOLAR``, ``molar_coefs`` and ``MOLARLogistic``; the
+    rule for coordinates a task does not use is in ``MOLAR``'s docstring.
     """
-    local = np.array([f.coef for f in fits])
-    gram_inv_diag = np.array([f.gram_inv_diag for f in fits])
+    local, gram_inv_diag, used = fits.coef, fits.gram_inv_diag, fits.used
     n = np.asarray(n_samples, dtype=float)
     weights = n / sigma**2
     clock = time.perf_counter()
-    result = (_median_by_lp(local, weights, backend, options or SolveOptions()) if median == "lp"
-              else _median_closed_form(local, weights))
+    result = _global_median(local, np.where(used, weights[:, None], 0.0), median, backend,
+                            options or SolveOptions())
     log = [{"stage": "median", "time": time.perf_counter() - clock}]
     clock = time.perf_counter()
-    cut = formulation.thresholds(c_gamma, sigma, n, local.shape[1], gram_inv_diag)
-    final = formulation.shrink(local, result.z, cut, threshold)
+    z = result.z
+    own = local + fits.offset_correction(z)
+    cut = formulation.thresholds(c_gamma, sigma, n, fits.dims, gram_inv_diag)
+    final = np.where(used, formulation.shrink(own, z, cut, threshold), z[None, :])
     log.append({"stage": "threshold", "time": time.perf_counter() - clock})
-    return MolarFit(local, gram_inv_diag, np.asarray(n_samples), sigma, weights, result, final, log)
+    return MolarFit(local, gram_inv_diag, used, np.asarray(n_samples), sigma, weights, result, own,
+                    final, log)
 
 
 def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "hard") -> np.ndarray:
     """MOLAR (Algorithm 1, closed-form median) on per-task arrays, no intercept: an (M, d) array.
 
     ``sigma`` is the known noise level (one float or one per task), or None to
-    estimate it from the OLS residuals; gamma_m = c_gamma sqrt(ln(min(n_total/n_m, d))) sigma_m.
-    Every task needs n_m > d.  Same code path as ``MOLAR(fit_intercept=False)``.
+    estimate it from the OLS residuals; gamma_m = c_gamma sqrt(ln(min(n_total/n_m, d_m))) sigma_m.
+    Same code path, and the same handling of coordinates a task does not identify,
+    as ``MOLAR(fit_intercept=False)``.
     """
     check_positive("molar_coefs", "c_gamma", c_gamma, allow_zero=True)
     if threshold not in ("hard", "soft"):
         raise InvalidParameterError(f"molar_coefs: threshold must be 'hard' or 'soft'; got {threshold!r}.")
     data = MultiTaskData(Xs, ys)
-    fits = per_task_ols(data, fit_intercept=False)
+    fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None))
     levels = noise_levels(sigma, fits, data.n_samples, data.task_names, "molar_coefs")
     return molar_fit(fits, data.n_samples, levels, c_gamma=c_gamma, threshold=threshold).coef
 
@@ -242,7 +302,7 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
       |b_mk - z_k| < gamma~_m sqrt([(X_m^T X_m)^{-1}]_kk), gamma~_m = sqrt(2) ln(max(2 n_m, 8/alpha)) sigma_m
       (Proposition 4); then I = z_k +- h_k, else the OLS interval b_mk +- q tau_mk;
     * both intervals have level 1 - alpha/2 as in the paper's union bound
-      (q = z_{1-alpha/4}, or Student t with n_m - d degrees of freedom when sigma is estimated);
+      (q = z_{1-alpha/4}, or Student t with n_m - d_m degrees of freedom when sigma is estimated);
     * h_k = bias_k + z_{1-alpha/4} se_k replaces the paper's 1.25 C_0.45 alpha_{B,delta} sigma_bar_k,
       a worst-case constant that is longer than the OLS interval unless M is in the hundreds:
       se_k^2 = (pi/2) sum_m w_m^2 / (sum_m w_m / tau_mk)^2 is the asymptotic variance of a
@@ -251,40 +311,49 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
       a_k = W_B / (2 W_G) for the weight W_B of the tasks not aligned at k (outliers all on one side).
       Where a_k >= 1/2 no global interval exists and every task keeps its OLS interval.
 
-    Assumptions: Gaussian noise, n_m > d, and coordinates where tasks differ are
+    Sums run over the tasks that identify coordinate k; b_mk is the offset-corrected estimate
+    (``MolarFit.own``), and a coordinate the task does not identify gets NaN.
+
+    Assumptions: Gaussian noise, n_m > d_m, and coordinates where tasks differ are
     separated from the global value by more than the alignment threshold (the
     paper's condition for coverage); the global interval is asymptotic in M.
     """
-    local, v, sigma, w = fit.local, fit.gram_inv_diag, fit.sigma, fit.weights
+    local, used, sigma, w = fit.own, fit.used, fit.sigma, fit.entry_weights
     K, d = local.shape
     n = np.asarray(fit.n_samples, dtype=float)
+    v = np.where(used, fit.gram_inv_diag, 1.0)   # any positive value where w_mk = 0
     tau = sigma[:, None] * np.sqrt(v)
     level = 1 - alpha / 4
     q = (np.full(K, scipy.stats.norm.ppf(level)) if known_sigma
-         else scipy.stats.t.ppf(level, n - d))
+         else scipy.stats.t.ppf(level, n - fit.dims))
     own_half = q[:, None] * tau
     tilde_gamma = np.sqrt(2) * np.log(np.maximum(2 * n, 8 / alpha)) * sigma
     z = fit.median.z
     aligned = np.abs(local - z[None, :]) < tilde_gamma[:, None] * np.sqrt(v)
-    W_bad = np.where(aligned, 0.0, w[:, None]).sum(axis=0)
-    W_good = w.sum() - W_bad
+    W_bad = np.where(aligned, 0.0, w).sum(axis=0)
+    W_good = w.sum(axis=0) - W_bad
     shift = np.divide(W_bad, 2 * W_good, out=np.full(d, np.inf), where=W_good > 0)
-    se = np.sqrt(np.pi / 2 * np.sum(w**2) / np.sum(w[:, None] / tau, axis=0) ** 2)
+    precision = np.sum(w / tau, axis=0)   # 0 where no task identifies k: no global interval
+    se = np.sqrt(np.pi / 2 * np.divide(np.sum(w**2, axis=0), precision**2,
+                                       out=np.full(d, np.inf), where=precision > 0))
     half = _quantile_shift(w, tau, shift) + scipy.stats.norm.ppf(level) * se
     use_global = aligned & np.isfinite(half)[None, :]
     center = np.where(use_global, z[None, :], local)
     radius = np.where(use_global, np.broadcast_to(half, (K, d)), own_half)
-    return center - radius, center + radius
+    return (np.where(used, center - radius, np.nan), np.where(used, center + radius, np.nan))
 
 
 def _quantile_shift(w, tau, shift, iterations: int = 80) -> np.ndarray:
-    """x_k >= 0 with sum_m w_m Phi(x_k / tau_mk) = (1/2 + shift_k) sum_m w_m, by bisection (inf when shift >= 1/2)."""
-    target = (0.5 + np.minimum(shift, 0.5)) * w.sum()
+    """x_k >= 0 with sum_m w_mk Phi(x_k / tau_mk) = (1/2 + shift_k) sum_m w_mk, by bisection (inf when shift >= 1/2).
+
+    ``w`` is one weight per task (M,) or per entry (M, d), as in ``formulations.molar``."""
+    w = formulation.entry_weights(w, tau.shape)
+    target = (0.5 + np.minimum(shift, 0.5)) * w.sum(axis=0)
     low = np.zeros(tau.shape[1])
-    high = tau.max(axis=0).copy()
+    high = np.where(w > 0, tau, 0.0).max(axis=0)
 
     def cdf(x):
-        return (w[:, None] * scipy.stats.norm.cdf(x[None, :] / tau)).sum(axis=0)
+        return (w * scipy.stats.norm.cdf(x[None, :] / tau)).sum(axis=0)
 
     while np.any(grow := (cdf(high) < target) & (shift < 0.5)):
         high = np.where(grow, 2 * high, high)
@@ -305,6 +374,17 @@ class _Median(NamedTuple):
     solver: str
     solver_version: str
     native: dict
+
+
+def _global_median(local, weights, median: str, backend, options) -> _Median:
+    """The weighted median (closed form or LP) over the coordinates some task identifies (a
+    column of positive weights); the others add 0 to the objective at any z and get z_k = 0."""
+    pooled = np.any(weights > 0, axis=0)
+    solve = (_median_closed_form(local[:, pooled], weights[:, pooled]) if median == "closed_form"
+             else _median_by_lp(local[:, pooled], weights[:, pooled], backend, options))
+    z = np.zeros(local.shape[1])
+    z[pooled] = solve.z
+    return solve._replace(z=z)
 
 
 def _median_closed_form(local, weights) -> _Median:
@@ -344,8 +424,9 @@ def _median_by_lp(local, weights, backend_name, options) -> _Median:
     except SolverError:
         pass
     else:
-        u_unit = [[duals[model.upper[i, k]] - duals[model.lower[i, k]] for k in range(d)]
-                  for i in range(M)]
+        u_unit = np.zeros((M, d))
+        for i, k in model.entries:
+            u_unit[i, k] = duals[model.upper[i, k]] - duals[model.lower[i, k]]
         u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
         bounds.append((formulation.dual_bound(u, local, weights, z),
                        f"{run.solver} LP duals made dual feasible"))

@@ -45,9 +45,9 @@ from sklearn.linear_model import Lasso
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
-from ..formulations.molar import weighted_median
+from ..formulations.molar import entry_weights, weighted_median
 from ..result import FitResult
-from ._ols import centered, per_task_ols
+from ._ols import centered, fitted_columns, per_task_ols
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 from .molar import check_positive, molar_coefs, noise_levels
 
@@ -121,37 +121,56 @@ def _check_trimming(owner, zeta, eta):
 
 
 def rm_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, zeta: float = 0.1, eta: float = 0.1,
-             return_global: bool = False):
+             return_global: bool = False, fitted=None):
     """RM: per-task OLS, coordinate-wise trimmed mean, LASSO debiasing (see the module notes).
 
     Returns the (M, d) task estimates, and the (d,) global estimate too with ``return_global``.
-    Every task needs n_m > d (OLS).
+    The OLS stage fits each task on the features it identifies (``fitted`` (M, d) bool, default
+    ``_ols.fitted_columns``); coordinate k's trimmed mean is over the tasks that fit it (0 when
+    none does).
     """
     _check_trimming("rm_coefs", zeta, eta)
     data = check_tasks(Xs, ys, "rm_coefs", c_lambda)
-    local = np.array([f.coef for f in per_task_ols(data, fit_intercept=False)])
-    center = scipy.stats.trim_mean(local, rm_trim_fraction(data.n_tasks, zeta, eta), axis=0)
+    fits = per_task_ols(data, fit_intercept=False, fitted=fitted)
+    local, used = fits.coef, fits.used
+    center = np.array([
+        scipy.stats.trim_mean(local[used[:, k], k], rm_trim_fraction(used[:, k].sum(), zeta, eta))
+        if used[:, k].any() else 0.0 for k in range(data.n_features)])
     coef = lasso_debias(data.Xs, data.ys, center,
                         lasso_lambdas(c_lambda, data.n_features, data.n_samples))
     return (coef, center) if return_global else coef
 
 
-def ml_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, sigma=None, return_global: bool = False):
+def ml_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, sigma=None, return_global: bool = False,
+             fitted=None):
     """ML: per-task OLS, weighted median (w_m = n_m / sigma_m^2), LASSO debiasing (J.3.3).
 
     ``sigma`` as in MOLAR: known noise level(s), or None to estimate from the
     OLS residuals.  c_lambda defaults to RM's (J.3.3 gives no separate value).
+    The OLS stage and the median treat coordinates a task does not identify as
+    MOLAR does (``fitted`` (M, d) bool, default ``_ols.fitted_columns``).
     """
     data = check_tasks(Xs, ys, "ml_coefs", c_lambda)
-    fits = per_task_ols(data, fit_intercept=False)
+    fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None), fitted=fitted)
     weights = data.n_samples / noise_levels(sigma, fits, data.n_samples, data.task_names, "ml_coefs") ** 2
-    return median_lasso_debias(data, np.array([f.coef for f in fits]), weights, c_lambda,
-                                  return_global=return_global)
+    return median_lasso_debias(data, fits.coef, np.where(fits.used, weights[:, None], 0.0),
+                               c_lambda, return_global=return_global)
+
+
+def pooled_median(local, weights) -> np.ndarray:
+    """Covariate-wise weighted median over the entries of positive weight (weights (M,) or
+    (M, d)); 0 for a covariate no entry weighs."""
+    weights = entry_weights(weights, np.shape(local))
+    pooled = np.any(weights > 0, axis=0)
+    center = np.zeros(np.shape(local)[1])
+    center[pooled] = weighted_median(local[:, pooled], weights[:, pooled], axis=0)
+    return center
 
 
 def median_lasso_debias(data: MultiTaskData, local, weights, c_lambda, *, return_global=False):
-    """Weighted median of the rows of ``local``, then LASSO debiasing of every task toward it."""
-    center = weighted_median(local, weights, axis=0)
+    """Weighted median of the rows of ``local`` (``pooled_median``), then LASSO debiasing of every
+    task toward it."""
+    center = pooled_median(local, weights)
     coef = lasso_debias(data.Xs, data.ys, center,
                         lasso_lambdas(c_lambda, data.n_features, data.n_samples))
     return (coef, center) if return_global else coef
@@ -159,14 +178,17 @@ def median_lasso_debias(data: MultiTaskData, local, weights, c_lambda, *, return
 
 class CenteredEstimator(MTLEstimator):
     """Shared fit of the LASSO-based estimators: center each task when fitting intercepts
-    (so they are per task and unpenalized), call ``_core(Xs, ys) -> (coef, global or None)``."""
+    (so they are per task and unpenalized), call ``_core(Xs, ys, fitted) -> (coef, global or
+    None)`` with ``fitted`` = the pairs the estimator's rule identifies (``_unidentified_mask``
+    on the uncentred data, so the intercept counts)."""
 
     def _fit(self, data: MultiTaskData) -> FitResult:
+        fitted = ~self._unidentified_mask(data)
         if self.fit_intercept:
             Xs, ys, x_means, y_means = centered(data)
         else:
             Xs, ys = data.Xs, data.ys
-        coef, global_coef = self._core(Xs, ys)
+        coef, global_coef = self._core(Xs, ys, fitted)
         intercept = (np.array([ym - xm @ b for xm, ym, b in zip(x_means, y_means, coef)])
                      if self.fit_intercept else np.zeros(data.n_tasks))
         extra = {}
@@ -202,7 +224,7 @@ class PerTaskLasso(CenteredEstimator):
         self.c_lambda = c_lambda
         self.fit_intercept = fit_intercept
 
-    def _core(self, Xs, ys):
+    def _core(self, Xs, ys, fitted):
         return lasso_coefs(Xs, ys, c_lambda=self.c_lambda), None
 
 
@@ -219,6 +241,7 @@ class RobustMultitask(CenteredEstimator):
     """
 
     method = "rm"
+    identification = "collinear"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
                          "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
                          "eta": [Interval(0.0, 0.5, open_high=True)], "fit_intercept": [BOOLEAN]}
@@ -229,9 +252,9 @@ class RobustMultitask(CenteredEstimator):
         self.eta = eta
         self.fit_intercept = fit_intercept
 
-    def _core(self, Xs, ys):
+    def _core(self, Xs, ys, fitted):
         return rm_coefs(Xs, ys, c_lambda=self.c_lambda, zeta=self.zeta, eta=self.eta,
-                        return_global=True)
+                        return_global=True, fitted=fitted)
 
 
 class MedianLasso(CenteredEstimator):
@@ -244,6 +267,7 @@ class MedianLasso(CenteredEstimator):
     """
 
     method = "ml"
+    identification = "collinear"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
                          "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],
                          "fit_intercept": [BOOLEAN]}
@@ -253,5 +277,9 @@ class MedianLasso(CenteredEstimator):
         self.sigma = sigma
         self.fit_intercept = fit_intercept
 
-    def _core(self, Xs, ys):
-        return ml_coefs(Xs, ys, c_lambda=self.c_lambda, sigma=self.sigma, return_global=True)
+    def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
+        return ~fitted_columns(data, self.fit_intercept, residual_dof=int(self.sigma is None))
+
+    def _core(self, Xs, ys, fitted):
+        return ml_coefs(Xs, ys, c_lambda=self.c_lambda, sigma=self.sigma, return_global=True,
+                        fitted=fitted)

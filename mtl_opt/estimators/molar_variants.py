@@ -33,10 +33,10 @@ from sklearn.linear_model import LogisticRegression
 from ..data import MultiTaskData
 from ..errors import InvalidDataError
 from ..formulations import molar as formulation
-from ..formulations.least_squares import with_intercept
+from ..identifiability import constant_columns
 from ..result import FitResult, certified_status
 from ..solvers.options import SolveOptions
-from ._ols import split_intercept
+from ._ols import TaskFits, fitted_columns, split_intercept, stacked_mask, task_designs, unfitted_warnings
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 from .molar import molar_fit
 from .molar_baselines import (
@@ -51,16 +51,22 @@ MLE_TOL, MLE_MAX_ITER = 1e-10, 5_000
 
 
 def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.1,
-                   return_global: bool = False):
+                   return_global: bool = False, fitted=None):
     """High-dimensional MOLAR: per-task LASSO, weighted median (w_m = n_m), LASSO debiasing.
 
     Both penalties are lambda_m = c sqrt(ln(d) / n_m) (c_lambda_local for the
-    per-task LASSO, c_lambda for the debiasing).  Works for any n_m, d.
+    per-task LASSO, c_lambda for the debiasing).  Works for any n_m, d.  A task
+    gets weight 0 in the median of a coordinate it does not identify (``fitted``
+    (M, d) bool, default: the columns not identically 0): its LASSO estimate
+    there is 0 by construction, not evidence.  The debiasing then leaves that
+    coefficient at the global value (a zero column costs nothing to leave).
     """
     data = check_tasks(Xs, ys, "molar_hd_coefs", c_lambda)
+    if fitted is None:
+        fitted = ~np.array([constant_columns(X, center=False) for X in data.Xs])
     local = lasso_coefs(data.Xs, data.ys, c_lambda=c_lambda_local)
-    return median_lasso_debias(data, local, data.n_samples.astype(float), c_lambda,
-                               return_global=return_global)
+    weights = np.where(fitted, data.n_samples[:, None].astype(float), 0.0)
+    return median_lasso_debias(data, local, weights, c_lambda, return_global=return_global)
 
 
 class MOLARHighDim(CenteredEstimator):
@@ -86,9 +92,9 @@ class MOLARHighDim(CenteredEstimator):
         self.c_lambda = c_lambda
         self.fit_intercept = fit_intercept
 
-    def _core(self, Xs, ys):
+    def _core(self, Xs, ys, fitted):
         return molar_hd_coefs(Xs, ys, c_lambda_local=self.c_lambda_local, c_lambda=self.c_lambda,
-                              return_global=True)
+                              return_global=True, fitted=fitted)
 
 
 class _GLMFit(NamedTuple):
@@ -116,7 +122,8 @@ def logistic_mle(A: np.ndarray, y: np.ndarray, name: str) -> _GLMFit:
     if not converged or np.all((A @ coef > 0) == (y == 1)):
         raise InvalidDataError(
             f"{name}: the logistic MLE does not exist because the labels are (nearly) separable "
-            f"by the features. Use more data or fewer features.")
+            f"by the features. Use more data or fewer features, or a penalized fit that exists "
+            f"on separable tasks: ARMUL(loss='logistic').")
     p = scipy.special.expit(A @ coef)
     info = A.T @ (A * (p * (1 - p))[:, None])
     return _GLMFit(coef, np.diag(np.linalg.inv(info)))
@@ -135,9 +142,16 @@ class MOLARLogistic(MTLEstimator):
     The certificate is that of the weighted-median problem (as for ``MOLAR``);
     the per-task MLEs are solved by scikit-learn's lbfgs to a tight tolerance.
     Needs every task to contain both labels and not to be separable.
+    Coordinates a task does not identify (constant or collinear columns) are
+    handled as in ``MOLAR``: the MLE is over the identified ones, the task has
+    weight 0 in the others' medians, which it takes, and its identified
+    coefficients absorb the filled part so its linear predictor is unchanged.
+    A task with n_m <= d is separable, so its MLE does not exist: refused,
+    pointing to ``ARMUL(loss="logistic")``.
     """
 
     method = "molar_logistic"
+    identification = "collinear"
     param_constraints = {"threshold": [OneOf(("hard", "soft"))], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}
 
@@ -147,18 +161,19 @@ class MOLARLogistic(MTLEstimator):
         self.fit_intercept = fit_intercept
 
     def _fit(self, data: MultiTaskData) -> FitResult:
-        fits = []
-        for name, X, y in zip(data.task_names, data.Xs, data.ys):
+        for name, y in zip(data.task_names, data.ys):
             labels = set(np.unique(y).tolist())
             if not labels <= {0.0, 1.0} or len(labels) < 2:
                 raise InvalidDataError(
                     f"task {name!r}: MOLARLogistic needs labels 0 and 1 (both present); got "
                     f"values {sorted(labels)[:5]}.")
-            fits.append(logistic_mle(with_intercept(X) if self.fit_intercept else X, y,
-                                     f"task {name!r}"))
+        designs = task_designs(data, self.fit_intercept)
+        used = stacked_mask(fitted_columns(data, self.fit_intercept), self.fit_intercept)
+        fits = TaskFits(designs, used, [logistic_mle(A[:, u], y, f"task {name!r}") for name, A, u, y
+                                        in zip(data.task_names, designs, used, data.ys)])
         fit = molar_fit(fits, data.n_samples, np.ones(data.n_tasks), c_gamma=self.c_gamma,
                         threshold=self.threshold)
-        objective = formulation.median_objective(fit.median.z, fit.local, fit.weights)
+        objective = formulation.median_objective(fit.median.z, fit.local, fit.entry_weights)
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_coef, global_intercept = split_intercept(fit.median.z[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_coef[0], float(global_intercept[0])
@@ -170,6 +185,8 @@ class MOLARLogistic(MTLEstimator):
             objective_name="weighted-median objective", bound_source=fit.median.bound_source,
             solver=f"scikit-learn lbfgs + {fit.median.solver}", solver_version=sklearn.__version__,
             log=fit.log, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
+                                       data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "weights": fit.weights})
 

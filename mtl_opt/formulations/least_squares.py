@@ -37,14 +37,15 @@ class OLSFit:
 
 def check_design(A: np.ndarray, *, name: str = "data") -> np.ndarray:
     """A^T A, after refusing a design that least squares cannot fit (InvalidDataError naming
-    ``name``): no more rows than columns, or A^T A singular or ill-conditioned.  ``ols`` and the
-    estimators' up-front checks (``mtl-opt validate``) share it."""
+    ``name``): fewer rows than columns, or A^T A singular or ill-conditioned.  Estimators choose
+    their columns first (``estimators._ols.fitted_columns``), so for them this is a numerical
+    safeguard.  A square design of full rank is fitted exactly (its residual is 0)."""
     n, d = A.shape
-    if n <= d:
+    if n < d:
         raise InvalidDataError(
-            f"{name}: {n} observations for {d} coefficients; ordinary least squares needs more "
-            f"observations than coefficients (n > d). Use fewer features, or a high-dimensional "
-            f"method (MOLARHighDim, MOLAR's LASSO-debiased variant).")
+            f"{name}: {n} observations for {d} coefficients; ordinary least squares needs at "
+            f"least as many observations as coefficients (n >= d). Use fewer features, or a "
+            f"high-dimensional method (MOLARHighDim, MOLAR's LASSO-debiased variant).")
     gram = A.T @ A
     eig = np.linalg.eigvalsh(gram)
     if eig[0] <= RCOND * eig[-1]:

@@ -6,7 +6,10 @@ covariates at once:
     minimize over z in R^d    sum_k sum_m w_m |z_k - b_mk|                 (P)
 
 with b_m the OLS estimate of task m and w_m >= 0 its weight (n_m / sigma_m^2).
-Its LP form, with deviation variables dev_mk >= |z_k - b_mk|, is built by
+Weights are one per task (M,) or one per entry (M, d); an entry of weight 0 is
+absent (a coordinate task m does not identify): it adds nothing to (P), the LP
+has no row for it and the ranges below ignore it, so each covariate needs one
+entry of positive weight.  Its LP form, with deviation variables dev_mk >= |z_k - b_mk|, is built by
 ``build_median_lp``.  The dual of (P) is
 
     maximize  sum_k sum_m u_mk b_mk   s.t.  |u_mk| <= w_m,  sum_m u_mk = 0   (D)
@@ -76,30 +79,43 @@ def weighted_median(values, weights, axis: int = 0) -> np.ndarray:
     return np.take_along_axis(sorted_values, first[None], axis=0)[0]
 
 
+def entry_weights(weights, shape) -> np.ndarray:
+    """The (M, d) weight of every entry from one weight per task (M,) or per entry (M, d)."""
+    weights = np.asarray(weights, dtype=float)
+    return np.broadcast_to(weights[:, None] if weights.ndim == 1 else weights, shape)
+
+
+def present_range(values, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Per covariate, the smallest and largest value of positive weight: they hold a minimizer of (P)."""
+    present = entry_weights(weights, np.shape(values)) > 0
+    return (np.where(present, values, np.inf).min(axis=0),
+            np.where(present, values, -np.inf).max(axis=0))
+
+
 def median_objective(z, values, weights) -> float:
-    """sum_k sum_m w_m |z_k - values_mk| for values (M, d), weights (M,), z (d,).
+    """sum_k sum_m w_mk |z_k - values_mk| for values (M, d), weights (M,) or (M, d), z (d,).
 
     Accurate at any common level of the data: each term rounds relative to
     |values_mk - z_k| and the terms are non-negative, so nothing cancels.
     """
     values = np.asarray(values, dtype=float)
-    return float(np.sum(np.asarray(weights, dtype=float)[:, None] * np.abs(values - z[None, :])))
+    return float(np.sum(entry_weights(weights, values.shape) * np.abs(values - z[None, :])))
 
 
 def median_dual_point(values, weights, z) -> np.ndarray:
     """The dual point of (D) matching a weighted median z: u = w sign(b - z), ties take the balance.
 
-    z is first moved to the nearest value of its covariate (a solver's median
+    z is first moved to the nearest present value of its covariate (a solver's median
     may sit a rounding error off it; an optimum is always attained at a value).
     Where that is a weighted median the balance fits within the ties' weights and
     the bound equals the objective; elsewhere ``project_dual`` keeps u feasible.
     """
     values = np.asarray(values, dtype=float)
-    nearest = np.argmin(np.abs(values - np.asarray(z, dtype=float)[None, :]), axis=0)
-    z = values[nearest, np.arange(values.shape[1])]
-    w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
+    w = entry_weights(weights, values.shape)
+    distance = np.where(w > 0, np.abs(values - np.asarray(z, dtype=float)[None, :]), np.inf)
+    z = values[np.argmin(distance, axis=0), np.arange(values.shape[1])]
     u = w * np.sign(values - z[None, :])
-    tie = values == z[None, :]
+    tie = (values == z[None, :]) & (w > 0)
     tie_weight = np.where(tie, w, 0.0).sum(axis=0)
     balance = -u.sum(axis=0)
     share = np.divide(balance, tie_weight, out=np.zeros_like(balance), where=tie_weight > 0)
@@ -113,7 +129,7 @@ def project_dual(u, weights) -> np.ndarray:
     The excess of a column is removed from the entries in proportion to their
     room inside the box, which always suffices.
     """
-    w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], np.shape(u))
+    w = entry_weights(weights, np.shape(u))
     u = np.clip(np.asarray(u, dtype=float), -w, w)
     excess = u.sum(axis=0)
     room = np.where(excess > 0, u + w, w - u)
@@ -129,8 +145,8 @@ UNIT_ROUNDOFF = np.finfo(float).eps / 2
 def dual_bound(u, values, weights, z) -> float:
     """A float no larger than the exact optimum of (P), from any u (clipped to |u_mk| <= w_m).
 
-    Weak duality with a centre c_k = z_k (clipped into the data range [lo_k, hi_k],
-    which holds a minimizer z*_k) gives, exactly, for the float data b:
+    Weak duality with a centre c_k = z_k (clipped into the range [lo_k, hi_k] of the
+    values of positive weight, which holds a minimizer z*_k) gives, exactly, for the float data b:
 
         OPT >= sum_mk u_mk (b_mk - c_k) - sum_k max((hi_k - c_k) r_k, (lo_k - c_k) r_k)
 
@@ -148,9 +164,9 @@ def dual_bound(u, values, weights, z) -> float:
     underflow, and the last subtraction is rounded down.
     """
     values = np.asarray(values, dtype=float)
-    w = np.broadcast_to(np.asarray(weights, dtype=float)[:, None], values.shape)
+    w = entry_weights(weights, values.shape)
     u = np.clip(np.asarray(u, dtype=float), -w, w)
-    low, high = values.min(axis=0), values.max(axis=0)
+    low, high = present_range(values, w)
     centre = np.clip(np.asarray(z, dtype=float), low, high)
     terms = u * (values - centre[None, :])
     residual = np.array([math.fsum(column) for column in u.T])
@@ -182,8 +198,7 @@ class MedianFrame(NamedTuple):
 
     @classmethod
     def of(cls, values, weights) -> MedianFrame:
-        values = np.asarray(values, dtype=float)
-        low, high = values.min(axis=0), values.max(axis=0)
+        low, high = present_range(np.asarray(values, dtype=float), weights)
         centre = low / 2 + high / 2
         return cls(centre, _power_of_two_above(np.maximum(high - centre, centre - low)),
                    float(_power_of_two_above(np.max(weights))))
@@ -204,33 +219,32 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
 
     Components: ``z[k]`` (the medians), ``dev[m, k] >= 0``, constraints
     ``upper[m, k]: dev + z >= b`` and ``lower[m, k]: dev - z >= -b``, objective
-    ``obj``.  Both duals are >= 0 (Pyomo's sign convention for a ``>=`` row
+    ``obj``, all over ``entries``, the (m, k) of positive weight.  Both duals are >= 0 (Pyomo's sign convention for a ``>=`` row
     written this way); the dual of ``upper`` minus that of ``lower`` is a point of (D).
     Hand it the data in a ``MedianFrame`` so that solver tolerances are relative.
     """
     values = np.asarray(values, dtype=float)
-    weights = np.asarray(weights, dtype=float)
-    M, d = values.shape
+    w = entry_weights(weights, values.shape)
     model = pyo.ConcreteModel(name="weighted_median")
-    model.tasks = pyo.RangeSet(0, M - 1)
-    model.covariates = pyo.RangeSet(0, d - 1)
+    model.covariates = pyo.RangeSet(0, values.shape[1] - 1)
+    model.entries = pyo.Set(initialize=[tuple(e) for e in np.argwhere(w > 0).tolist()], dimen=2)
     model.z = pyo.Var(model.covariates)
-    model.dev = pyo.Var(model.tasks, model.covariates, within=pyo.NonNegativeReals)
-    model.upper = pyo.Constraint(model.tasks, model.covariates,
+    model.dev = pyo.Var(model.entries, within=pyo.NonNegativeReals)
+    model.upper = pyo.Constraint(model.entries,
                                  rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]))
-    model.lower = pyo.Constraint(model.tasks, model.covariates,
+    model.lower = pyo.Constraint(model.entries,
                                  rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]))
-    model.obj = pyo.Objective(expr=sum(float(weights[i]) * model.dev[i, k]
-                                       for i in range(M) for k in range(d)))
+    model.obj = pyo.Objective(expr=sum(float(w[i, k]) * model.dev[i, k] for i, k in model.entries))
     return model
 
 
-def thresholds(c_gamma: float, sigma, n_samples, n_features: int, gram_inv_diag) -> np.ndarray:
+def thresholds(c_gamma: float, sigma, n_samples, n_features, gram_inv_diag) -> np.ndarray:
     """Per-task, per-covariate thresholds gamma_m * sqrt([(X_m^T X_m)^{-1}]_kk).
 
-    gamma_m = c_gamma * sqrt(ln(min(n_total / n_m, d))) * sigma_m (Theorem 1 of
-    the paper, which needs c_gamma >= 1 for its guarantee).  With one task, or
-    d = 1, the log is 0 and MOLAR returns the OLS estimates.
+    gamma_m = c_gamma * sqrt(ln(min(n_total / n_m, d_m))) * sigma_m (Theorem 1 of
+    the paper, which needs c_gamma >= 1 for its guarantee); ``n_features`` is d
+    for every task or each task's own d_m.  With one task, or d_m = 1, the log
+    is 0 and MOLAR returns the OLS estimates.
     """
     n = np.asarray(n_samples, dtype=float)
     gamma = c_gamma * np.sqrt(np.log(np.minimum(n.sum() / n, n_features))) * np.asarray(sigma)
