@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,13 +32,13 @@ import numpy as np
 
 from mtl_opt.data import MultiTaskData
 
-#: fit(train, seed) -> (fitted estimator, text of the CV choices or "").
+#: fit(train, seed) -> (fitted estimator, the CV's chosen parameters or {}).
 Fit = Callable[[MultiTaskData, int], tuple]
 
 
 def plain(estimator) -> Fit:
     """fit(train, seed) with the estimator's own parameters."""
-    return lambda train, seed: (estimator.fit(train), "")
+    return lambda train, seed: (estimator.fit(train), {})
 
 
 def tuned(search: Callable, then: Callable | None = None) -> Fit:
@@ -49,7 +50,7 @@ def tuned(search: Callable, then: Callable | None = None) -> Fit:
         cv = search(train, seed)
         if then is not None:
             then(cv.best_estimator, train)
-        return cv.best_estimator, ", ".join(f"{k}={v:g}" for k, v in cv.best_params.items())
+        return cv.best_estimator, cv.best_params
     return fit
 
 
@@ -107,7 +108,7 @@ class Score:
     status: str
     rel_gap: float | None
     seconds: float         # the whole fit call, CV included
-    choice: str
+    choice: dict           # parameters chosen by CV
 
 
 def score(estimator, test: MultiTaskData) -> tuple[float, float]:
@@ -129,13 +130,23 @@ def one_split(data: MultiTaskData, methods: Sequence[tuple[str, Fit]], seed: int
         out[label] = Score(*score(estimator, test), len(res.unidentified), res.status,
                            res.rel_gap, seconds, choice)
         print(f"  seed {seed}: {label:<22} MSE {out[label].mse_sites:.4f}  {seconds:.2f} s  "
-              f"{choice}", file=sys.stderr, flush=True)
+              f"{choice or ''}", file=sys.stderr, flush=True)
     return out
 
 
 def _quartiles(values) -> str:
     q1, med, q3 = np.percentile(values, [25, 50, 75])
     return f"{med:.4f} [{q1:.4f}, {q3:.4f}]"
+
+
+def _choices(choices: Sequence[dict]) -> str:
+    """Per parameter, how often each value was chosen: "s 2 (x3), 4 (x7)"."""
+    names = dict.fromkeys(name for choice in choices for name in choice)
+    parts = []
+    for name in names:
+        counts = Counter(choice[name] for choice in choices)
+        parts.append(f"{name} " + ", ".join(f"{v:g} (x{n})" for v, n in sorted(counts.items())))
+    return "; ".join(parts) or "-"
 
 
 def _span(counts) -> str:
@@ -158,12 +169,11 @@ def table(runs: Sequence[Mapping[str, Score]], reference: str) -> str:
         if gaps:
             cert += f", rel gap <= {max(gaps):.1e}"
         unidentified = [s.unidentified for s in scores]
-        choices = sorted({s.choice for s in scores if s.choice})
         better = "-" if label == reference else f"{int((sites < ref).sum())}/{len(runs)}"
         lines.append(
             f"| {label} | {_quartiles(sites)} | {_quartiles([s.mse_pooled for s in scores])} "
             f"| {better} | {_span(unidentified)} "
-            f"| {cert} | {'; '.join(choices) or '-'} "
+            f"| {cert} | {_choices([s.choice for s in scores])} "
             f"| {np.median([s.seconds for s in scores]):.2f} |")
     return "\n".join(lines)
 

@@ -131,3 +131,29 @@ def test_star_loader_centres_features_and_keeps_all_schools(examples):
     df["black"] = df["race"] == "black"
     assert sum(np.ptp(X[:, black]) == 0 for X in data.Xs) == _sites_with_constant(
         df, "schidkn", "black") > 20
+
+
+def test_molar_example_runs_on_schools_with_unidentified_coefficients(examples, capsys):
+    example = examples("molar_star")
+    runs = example.main(["--seeds", "1", "--sites", "6"])
+    out = capsys.readouterr().out
+    assert "6 sites" in out and "black" in out
+    for label, _ in example.METHODS:
+        assert f"| {label} |" in out
+        assert np.isfinite(runs[0][label].mse_sites) and runs[0][label].mse_sites > 0
+    # some of the first six schools have no black pupil: their own rows cannot identify
+    # that coefficient. Count the pairs here with a greedy rank test (a column counts when
+    # it raises the rank of [1, earlier kept columns]) on the same training rows.
+    train, _ = example.load_star().subset_tasks(range(6)).train_test_split(
+        test_size=example.TEST_SIZE, seed=0)
+    unidentified = 0
+    for X in train.Xs:
+        kept = [np.ones(len(X))]
+        for column in X.T:
+            if np.linalg.matrix_rank(np.column_stack(kept + [column])) > len(kept):
+                kept.append(column)
+            else:
+                unidentified += 1
+    assert runs[0]["MOLAR hard"].unidentified == unidentified > 0
+    assert runs[0]["per-school OLS"].unidentified == unidentified
+    assert runs[0]["MOLAR hard"].status == "optimal"
