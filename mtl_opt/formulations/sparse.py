@@ -189,6 +189,14 @@ class SparseProblem:
             return int(support.any(axis=0).sum()) <= self.s
         return bool(np.all(support.sum(axis=1) <= self.s))
 
+    def indicators(self, B: np.ndarray) -> np.ndarray:
+        """The exact models' z at B: B != 0; for a shared support, every task's z on each shared
+        column (also where the task is excluded from it: its z is then the column's indicator)."""
+        support = B != 0
+        if self.common_support:
+            support[:] = support.any(axis=0)
+        return support
+
     def refit(self, support: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """The exact minimizer of F's continuous part with supports fixed (K, p) bool.
 

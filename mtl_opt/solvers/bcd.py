@@ -285,9 +285,7 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
 
 def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
     """``best_swap`` of each task (one row move for common-support variants), as a list."""
-    support = B != 0
-    if problem.common_support:
-        support[:] = support.any(axis=0)
+    support = problem.indicators(B)
     model = _RefitModel(problem, support)
     counts = support.sum(axis=0).astype(float)
     moves = []
