@@ -188,3 +188,42 @@ def test_a_task_with_every_column_constant_is_a_one_line_cli_error(tmp_path, cap
         code = main(command)
         out, err = capsys.readouterr()
         assert "task 'c': every feature is constant" in one_line_error(code, out, err), command
+
+
+@pytest.mark.parametrize("variant, penalties", [("cs_bbar", {"lambda_ridge": 0.05, "lambda_bbar": 0.4}),
+                                               ("bbar", {"lambda_ridge": 0.05, "lambda_bbar": 0.4}),
+                                               ("cs_l2", {"lambda_ridge": 0.0})])
+def test_swap_scores_stay_exact_with_excluded_pairs(variant, penalties):
+    """bcd's Schur-complement swap scores (excluded pairs decoupled in the joint quadratic) equal
+    the change of F between refits (1e-9 relative); no swap adds an excluded pair, and every
+    column still usable by some task can be swapped in (feature 3 is a zero column in task 2:
+    with no ridge its pair must not make the column's score singular)."""
+    from mtl_opt.solvers.bcd import _RefitModel, _swap_table, swapped_support
+
+    rng = np.random.default_rng(3)
+    Xs = [rng.normal(size=(15, 6)) for _ in range(3)]
+    Xs[2][:, 3] = 1.0
+    ys = [X @ rng.normal(size=6) + rng.normal(size=15) for X in Xs]
+    excluded = np.zeros((3, 6), bool)
+    excluded[[0, 1, 2, 0], [1, 1, 3, 2]] = True     # (0, 2): a column with data, kept out by the mask
+    problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=3, excluded=excluded,
+                                      **penalties)
+    support = np.zeros((3, 6), bool)
+    support[:, [1, 4]] = True      # shared: pinned pairs in column 1; candidates 2, 3 excluded somewhere
+    if not problem.common_support:
+        support[excluded] = False
+        support[:, 5] = True
+    base = problem.objective(problem.refit(support))
+    model, checked = _RefitModel(problem, support), 0
+    for task in [None] if problem.common_support else range(3):
+        delta, drops = _swap_table(problem, model, task)
+        row = support[0] if task is None else support[task]
+        usable = ~row & (problem.allowed.any(axis=0) if task is None else problem.allowed[task])
+        assert np.all(np.isfinite(delta[:, usable])) and np.all(np.isinf(delta[:, ~usable]))
+        for (d, j), predicted in np.ndenumerate(delta):
+            if np.isfinite(predicted):
+                swapped = problem.refit(swapped_support(support, (predicted, task, drops[d], j)))
+                assert not swapped[excluded].any()
+                assert predicted == pytest.approx(problem.objective(swapped) - base, rel=1e-9, abs=1e-9 * base)
+                checked += 1
+    assert checked >= 6

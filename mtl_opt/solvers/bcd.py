@@ -324,8 +324,6 @@ class _RefitModel:
 
     def __init__(self, problem, support):
         self.tasks, self.features = np.nonzero(support)
-        self.excluded = problem.excluded
-        self.pinned = problem.excluded[self.tasks, self.features]
         self.cross = [np.outer(allowed, allowed[cols]) * (X.T @ X[:, cols]) / len(y)   # (p, |S_k|)
                       for X, y, cols, allowed in zip(problem.Xs, problem.ys, support, problem.allowed)]
         self.q = problem.allowed * np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])
@@ -345,9 +343,8 @@ class _RefitModel:
         h = np.zeros((self.tasks.size, self.q.shape[1]))
         h[self.blocks[k]] = self.cross[k].T
         if self.coupling:
-            others = (self.tasks != k) & ~self.pinned
+            others = self.tasks != k
             h[others, self.features[others]] = -self.coupling
-            h[:, self.excluded[k]] = 0.0
         return h
 
 
