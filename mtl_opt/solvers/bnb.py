@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+
 import numpy as np
 import scipy.optimize
 
