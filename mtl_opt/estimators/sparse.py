@@ -8,6 +8,7 @@ from .. import __version__
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations.sparse import VARIANTS, SparseProblem
+from ..identifiability import unidentified_mask
 from ..result import FitResult
 from ..result import relative_gap
 from ..solvers.backends import pick_backend
@@ -32,6 +33,13 @@ class SparseMTL(MTLEstimator):
             + (lambda_bbar/2) sum_k ||beta_k - beta_bar||^2 + (lambda_zbar/2) sum_k ||z_k - z_bar||^2
         s.t. ||beta_k||_0 <= s  (one shared support for the cs_* variants)
 
+    A feature constant within task k (or all zero there, without intercept) says nothing about
+    beta_jk: the intercept absorbs it.  Such a pair is left out of task k's model on every
+    solver, beta_jk = 0 by construction, and the problem certified is F with those pairs removed
+    (``SparseProblem.excluded``); ``result_.unidentified`` lists them.  The other tasks keep the
+    feature: a shared support (cs_*) is a set of <= s columns that each task uses where it can,
+    and the Bbar mean beta_bar averages over all K tasks, counting the left-out coefficient as 0.
+
     Parameters
     ----------
     variant : {"l0l2", "cs_l2", "cs_bbar", "zbar_l2", "bbar", "zbar_bbar"}, default="zbar_l2"
@@ -46,8 +54,9 @@ class SparseMTL(MTLEstimator):
         default), single-tree (one branch-and-bound, cuts from a constraint
         handler) on SCIP; ``miqp``: the Big-M MIQP on SCIP, M proven from the
         bcd answer.  Both report a proven lower bound; they need lambda_ridge > 0
-        unless every task has n_k > p and a full-rank design (the cuts and the
-        Big-M then borrow the loss's own curvature).  ``bnb``: our branch and
+        unless every task has more rows than identifiable features and a full-rank
+        design on them (the cuts and the Big-M then borrow the loss's own curvature);
+        otherwise they refuse, naming the task.  ``bnb``: our branch and
         bound over supports, each node bounded by its perspective relaxation
         solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
         ridge, where the other two stall; needs lambda_ridge > 0 and no Zbar or
@@ -55,6 +64,7 @@ class SparseMTL(MTLEstimator):
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
+        A constant feature is centred, not scaled (and left out of that task, above).
     fit_intercept : bool, default=True
     max_iter : int, default=1000
         Maximum IHT sweeps.
@@ -127,12 +137,7 @@ class SparseMTL(MTLEstimator):
                 "lambda_bbar = 0); use solver='oa', which models both.")
         if self.solver in ("oa", "miqp"):
             pick_backend("miqp" if self.solver == "miqp" else "milp", self.backend)
-            if not (self.lambda_ridge > 0 or np.all(problem.curvature > 0)):
-                raise InvalidParameterError(
-                    f"solver={self.solver!r} needs lambda_ridge > 0 when some task has n_k <= p or "
-                    f"a rank-deficient design: no curvature bounds the coefficients (Big-M) or "
-                    f"makes the perspective cuts valid; set lambda_ridge > 0.")
-            problem.exact_curvature()   # refuses curvature too small for a safe bound
+            problem.exact_curvature(data.task_names)   # refuses curvature too small for a safe bound
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
@@ -188,13 +193,15 @@ class SparseMTL(MTLEstimator):
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _problem(self, data):
+        """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify."""
         scaler = None
+        excluded = unidentified_mask(data.Xs, self.fit_intercept, collinear=False)
         if self.standardize:
             data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
         problem = SparseProblem.from_data(
             data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
-            fit_intercept=self.fit_intercept)
+            fit_intercept=self.fit_intercept, excluded=excluded)
         return problem, scaler, data
 
     def _certified(self, problem, scaler, data, B, solver, backend_name, options, deadline):

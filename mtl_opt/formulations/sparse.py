@@ -16,6 +16,12 @@ stores the centered data and evaluates F with the optimal intercepts.
 For binary z, sum_k ||z_k - z_bar||^2 = sum_j (S_j - S_j^2 / K) with
 S_j = sum_k z_jk.  Variants fix which penalties may be non-zero and whether
 all tasks share one support (``cs_*``).
+
+Excluded pairs (``SparseProblem.excluded``): beta_jk = 0 is fixed for every (k, j) in the mask
+(by default the pairs task k cannot identify, ``mtl_opt.identifiability``), so the problem is F
+with those coefficients removed; beta_bar still averages over all K tasks, counting them as 0.
+A shared support (``cs_*``) is a set of <= s columns; each task uses the shared columns it is
+not excluded from (a column excluded in one task stays available to the others).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import scipy.sparse.linalg
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..deadline import Deadline
+from ..identifiability import unidentified_mask
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
 VARIANTS = {
@@ -76,7 +83,13 @@ def zbar_penalty(support: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class SparseProblem:
-    """Data (centered when intercepts are fitted), variant and hyperparameters of F."""
+    """Data (centered when intercepts are fitted), variant and hyperparameters of F.
+
+    ``excluded`` (K, p) bool: pairs (k, j) whose coefficient is fixed at 0 (module docstring);
+    None means none.  Every solver honours it: bcd never selects such a pair, the refit pins
+    it, the exact models fix its z (or, for a shared support, leave its z the column's
+    indicator) and its beta, and curvature and bounds use the other columns only.
+    """
 
     Xs: tuple
     ys: tuple
@@ -87,11 +100,24 @@ class SparseProblem:
     lambda_ridge: float
     lambda_bbar: float
     lambda_zbar: float
+    excluded: np.ndarray | None = None
+
+    def __post_init__(self):
+        shape = (len(self.Xs), self.Xs[0].shape[1])
+        excluded = np.zeros(shape, bool) if self.excluded is None else np.asarray(self.excluded, bool)
+        if excluded.shape != shape:
+            raise InvalidParameterError(f"excluded must be a {shape} boolean mask; got shape {excluded.shape}.")
+        object.__setattr__(self, "excluded", excluded)
 
     @classmethod
     def from_data(cls, data: MultiTaskData, *, variant="zbar_l2", s=10, lambda_ridge=0.0,
-                  lambda_bbar=0.0, lambda_zbar=0.0, fit_intercept=True) -> "SparseProblem":
-        """Check the hyperparameters against the variant and center the data if needed."""
+                  lambda_bbar=0.0, lambda_zbar=0.0, fit_intercept=True,
+                  excluded=None) -> "SparseProblem":
+        """Check the hyperparameters against the variant and center the data if needed.
+
+        ``excluded`` defaults to the pairs ``data`` cannot identify (a column constant in the
+        task, or all zero without intercept: ``identifiability.unidentified_mask``).
+        """
         if variant not in VARIANTS:
             raise InvalidParameterError(
                 f"variant must be one of {', '.join(VARIANTS)}; got {variant!r}.")
@@ -114,8 +140,10 @@ class SparseProblem:
         else:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
             Xs, ys = tuple(data.Xs), tuple(data.ys)
+        if excluded is None:
+            excluded = unidentified_mask(data.Xs, fit_intercept, collinear=False)
         return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
-                   float(lambda_bbar), float(lambda_zbar))
+                   float(lambda_bbar), float(lambda_zbar), excluded)
 
     @property
     def n_tasks(self) -> int:
@@ -141,16 +169,33 @@ class SparseProblem:
         """The optimal (unpenalized) intercepts for B."""
         return self.y_means - np.einsum("kp,kp->k", self.x_means, B)
 
+    @property
+    def allowed(self) -> np.ndarray:
+        """(K, p) bool: the pairs whose coefficient may be non-zero (not ``excluded``)."""
+        return ~self.excluded
+
     def feasible(self, B: np.ndarray) -> bool:
-        """||beta_k||_0 <= s for every task; for cs_* variants all tasks within one set of <= s features.
+        """||beta_k||_0 <= s for every task; for cs_* variants all tasks within one set of <= s
+        features; no excluded pair non-zero.
 
         A task may hold an exact zero on the common set (a refit can give one on
-        degenerate data): the set, not each row's nonzeros, is what is shared.
+        degenerate data, and an excluded pair always does): the set, not each row's
+        nonzeros, is what is shared.
         """
         support = B != 0
+        if np.any(support & self.excluded):
+            return False
         if self.common_support:
             return int(support.any(axis=0).sum()) <= self.s
         return bool(np.all(support.sum(axis=1) <= self.s))
+
+    def indicators(self, B: np.ndarray) -> np.ndarray:
+        """The exact models' z at B: B != 0; for a shared support, every task's z on each shared
+        column (also where the task is excluded from it: its z is then the column's indicator)."""
+        support = B != 0
+        if self.common_support:
+            support[:] = support.any(axis=0)
+        return support
 
     def refit(self, support: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """The exact minimizer of F's continuous part with supports fixed (K, p) bool.
@@ -159,6 +204,7 @@ class SparseProblem:
         is (lambda_ridge + mu_k) / z_jk - mu_k (mu = ``curvature``): the
         minimizer of the strengthened perspective relaxation at a fractional z
         (where outer approximation takes its root cuts); it is lambda_ridge at z = 1.
+        Excluded pairs in ``support`` stay exactly 0 (``coupled_system`` pins them).
 
         The selected coefficients solve one system, ``coupled_system``: block
         diagonal (one ridge regression per task) without Bbar, coupled across
@@ -173,6 +219,7 @@ class SparseProblem:
         B = np.zeros(support.shape)
         H, rhs = self.coupled_system(support, ridge)
         B[support] = _solve_spd(H, rhs) if rhs.size else rhs
+        B[self.excluded] = 0.0   # pinned; exact even where a singular H took least squares
         return B
 
     def coupled_system(self, support: np.ndarray, ridge: np.ndarray | None = None):
@@ -180,7 +227,10 @@ class SparseProblem:
 
         The part is const - r^T beta + beta^T H beta / 2 with H = blockdiag_k(X_kS^T X_kS / n_k
         + diag(ridge_kS + lambda_bbar)) - (lambda_bbar / K) [same feature] and
-        r = X_kS^T y_k / n_k; ``ridge`` (K, p) defaults to lambda_ridge everywhere.
+        r = X_kS^T y_k / n_k; ``ridge`` (K, p) defaults to lambda_ridge everywhere.  An excluded
+        pair in the support is pinned at 0: its row and column of H are those of the identity
+        and its r is 0, so it is decoupled, 0 at the minimizer, and adds nothing to the value
+        (a shared support keeps every task's rows the same size, ``bcd._swap_table``).
         """
         tasks, features = np.nonzero(support)
         ends = np.searchsorted(tasks, np.arange(self.n_tasks + 1))   # task k's rows: ends[k]:ends[k+1]
@@ -194,26 +244,32 @@ class SparseProblem:
             Xs, n = self.Xs[k][:, cols], len(self.ys[k])
             H[block, block] += Xs.T @ Xs / n + np.diag(ridge[k, cols] + self.lambda_bbar)
             rhs[block] = Xs.T @ self.ys[k] / n
+        pinned = np.flatnonzero(self.excluded[tasks, features])
+        H[pinned, :], H[:, pinned], rhs[pinned] = 0.0, 0.0, 0.0
+        H[pinned, pinned] = 1.0
         return H, rhs
 
     @cached_property
     def lipschitz(self) -> float:
         """An upper bound on the block Lipschitz constant of the smooth part's gradient.
 
-        max_k lambda_max(X_k^T X_k) / n_k + lambda_ridge + lambda_bbar.
+        max_k lambda_max(X_kA^T X_kA) / n_k + lambda_ridge + lambda_bbar, over the allowed columns A.
         """
-        spectral = max(_top_eigenvalue(X) / len(y) for X, y in zip(self.Xs, self.ys))
+        spectral = max(_top_eigenvalue(np.where(allowed, X, 0.0)) / len(y)
+                       for X, allowed, y in zip(self.Xs, self.allowed, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
     @cached_property
     def lipschitz_ceiling(self) -> float:
         """A cheap bound above ``lipschitz``: the trace max_k ||X_k||_F^2 / n_k in place of lambda_max."""
-        trace = max(np.sum(sq) / len(y) for sq, y in zip(self.column_sq_norms, self.ys))
+        trace = max(np.sum(sq[allowed]) / len(y)
+                    for sq, allowed, y in zip(self.column_sq_norms, self.allowed, self.ys))
         return float(trace + self.lambda_ridge + self.lambda_bbar)
 
     @cached_property
     def curvature(self) -> np.ndarray:
-        """(K,) mu_k <= lambda_min(X_k^T X_k / n_k), a proven lower bound (0 when n_k <= p).
+        """(K,) mu_k <= lambda_min(X_kA^T X_kA / n_k) over task k's allowed columns A, a proven
+        lower bound (0 when n_k <= |A|): the coefficients live on A only.
 
         Moving mu_k ||beta_k||^2 / 2 from the loss into the ridge term keeps the
         loss convex and lets the perspective relaxation act on lambda_ridge + mu_k
@@ -223,7 +279,8 @@ class SparseProblem:
         that much is subtracted.
         """
         mu = np.zeros(self.n_tasks)
-        for k, X in enumerate(self.Xs):
+        for k, (X, allowed) in enumerate(zip(self.Xs, self.allowed)):
+            X = X[:, allowed]
             n, p = X.shape
             if n <= p or p > MAX_CURVATURE_FEATURES:
                 continue
@@ -260,27 +317,38 @@ class SparseProblem:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other
 
-    def exact_curvature(self) -> np.ndarray:
+    def exact_curvature(self, task_names=None) -> np.ndarray:
         """(K,) kappa_k = lambda_ridge + mu_k, the curvature the exact models rely on.
 
-        Raises InvalidParameterError, naming lambda_ridge > 0, when some kappa_k is below
-        ``MIN_RELATIVE_CURVATURE`` times the largest curvature (none to borrow, or too little
-        for a bound that solver tolerances cannot invalidate).
+        Raises InvalidParameterError, naming the first such task (from ``task_names``, else its
+        index) and lambda_ridge > 0, when some kappa_k is below ``MIN_RELATIVE_CURVATURE`` times
+        the largest curvature (none to borrow, or too little for a bound that solver
+        tolerances cannot invalidate).  Only the task's allowed columns count.
         """
         kappa = self.lambda_ridge + self.curvature
-        if np.any(kappa <= MIN_RELATIVE_CURVATURE * self.lipschitz):
+        flat = np.flatnonzero(kappa <= MIN_RELATIVE_CURVATURE * self.lipschitz)
+        if flat.size:
+            k = flat[0]
+            name = repr(task_names[k]) if task_names is not None else str(k)
             raise InvalidParameterError(
-                f"the exact solvers need lambda_ridge > 0 here: some task has n_k <= p or a "
-                f"(nearly) rank-deficient design, so its curvature lambda_ridge + mu_k = "
-                f"{kappa.min():.3g} is below {MIN_RELATIVE_CURVATURE:g} times the largest "
-                f"({self.lipschitz:.3g}) and no bound is proven; set lambda_ridge > 0 "
-                f"(e.g. 1e-3 times the largest) or use solver='bcd'.")
+                f"the exact solvers need lambda_ridge > 0 here: task {name} has "
+                f"{len(self.ys[k])} rows for {int(self.allowed[k].sum())} identifiable "
+                f"feature(s) (n_k <= p, or a (nearly) rank-deficient design), so its curvature "
+                f"lambda_ridge + mu_k = {kappa[k]:.3g} is below {MIN_RELATIVE_CURVATURE:g} times "
+                f"the largest ({self.lipschitz:.3g}) and no bound is proven; set lambda_ridge > 0 "
+                f"(e.g. 1e-3 times the largest), drop the task, or use solver='bcd'.")
         return kappa
 
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
         """The same problem on a subset of the features (the others fixed at zero)."""
         return replace(self, Xs=tuple(X[:, columns] for X in self.Xs),
-                       x_means=self.x_means[:, columns])
+                       x_means=self.x_means[:, columns], excluded=self.excluded[:, columns])
+
+    def task(self, k: int) -> "SparseProblem":
+        """Task k alone (as a one-task problem of the same variant and hyperparameters)."""
+        rows = slice(k, k + 1)
+        return replace(self, Xs=self.Xs[rows], ys=self.ys[rows], x_means=self.x_means[rows],
+                       y_means=self.y_means[rows], excluded=self.excluded[rows])
 
 
 def _top_eigenvalue(X: np.ndarray) -> float:
@@ -379,6 +447,8 @@ def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
 
     tight at z = supp(B) when B is the refit there.  Needs every kappa_k > 0
     (``SparseProblem.exact_curvature``): lambda_ridge > 0, or n_k > p with a well-conditioned design.
+    With excluded pairs everything lives on the allowed coordinates (B is 0 on the others,
+    mu_k is the allowed columns' curvature, so G is convex there): their slopes are 0.
     """
     kappa = problem.exact_curvature()
     mean = B.mean(axis=0)
@@ -389,7 +459,7 @@ def perspective_cut(problem: SparseProblem, B: np.ndarray) -> Cut:
         v[k] = (X.T @ resid / len(y) - problem.lambda_bbar * (B[k] - mean)
                 + problem.curvature[k] * B[k])
     per_task = np.array(losses) + np.einsum("kp,kp->k", v, B)
-    gradient = -v**2 / (2 * kappa[:, None])
+    gradient = np.where(problem.excluded, 0.0, -v**2 / (2 * kappa[:, None]))
     if problem.lambda_bbar:
         bbar = 0.5 * problem.lambda_bbar * np.sum((B - mean) ** 2)
         return Cut(np.array([per_task.sum() + bbar]), gradient)
@@ -402,12 +472,17 @@ def _support_model(problem: SparseProblem, name: str) -> pyo.ConcreteModel:
     The Zbar term uses sum_k ||z_k - z_bar||^2 = (1/K) sum_{k<l} ||z_k - z_l||^2,
     exact for binaries with w[j, k, l] >= |z_jk - z_jl| (the objective pushes
     w down): ``model.zbar_cost`` is the expression (lambda_zbar/2) times it.
+    An excluded pair's z gets the bounds [0, 0]; with a shared support (no Zbar term) it is
+    left as the column's indicator, which the common rows tie to the other tasks' z.
     """
     K, p = problem.n_tasks, problem.n_features
     model = pyo.ConcreteModel(name=name)
     model.tasks = pyo.RangeSet(0, K - 1)
     model.features = pyo.RangeSet(0, p - 1)
     model.z = pyo.Var(model.tasks, model.features, within=pyo.Binary)
+    if not problem.common_support:
+        for k, j in np.argwhere(problem.excluded):
+            model.z[int(k), int(j)].setub(0)
     model.cardinality = pyo.Constraint(
         model.tasks, rule=lambda m, k: sum(m.z[k, j] for j in m.features) <= problem.s)
     if problem.common_support:
@@ -468,14 +543,14 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
                deadline: Deadline | None = None) -> pyo.ConcreteModel:
     """The Big-M MIQP of F with a diagonal Hessian (never X^T X handed to the solver).
 
-    Variables ``beta[k, j]``, ``z``, ``w`` and, with Bbar, ``mean[j] = (1/K)
-    sum_k beta_jk``; ``-M z <= beta <= M z``.  Task k's loss is written with
+    Variables ``beta[k, j]`` (bounds [0, 0] where excluded), ``z``, ``w`` and, with Bbar,
+    ``mean[j] = (1/K) sum_k beta_jk``; ``-M z <= beta <= M z``.  Task k's loss is written with
     residual variables ``resid[k, i] = y_ki - x_ki . beta_k``, or, with
     ``perspective`` and curvature mu_k > 0 (``SparseProblem.curvature``), as
     (1/2) ||u_k||^2 - (X_k'y_k / n_k) . beta_k + ||y_k||^2 / (2 n_k) with
     ``u[k, i] = sqrt(w_i - mu_k) v_i . beta_k`` from the eigenpairs (w_i, v_i)
-    of X_k'X_k / n_k: the loss minus (mu_k/2) ||beta_k||^2, which moves to the
-    ridge term.  With ``perspective`` the ridge term (lambda_ridge + mu_k)/2
+    of X_kA'X_kA / n_k over the allowed columns A: the loss minus (mu_k/2) ||beta_k||^2, which
+    moves to the ridge term.  With ``perspective`` the ridge term (lambda_ridge + mu_k)/2
     sum_j beta_jk^2 is written as sum t_jk with beta_jk^2 <= t_jk z_jk: a
     tighter relaxation with the same integer solutions.
 
@@ -490,12 +565,15 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     rows = [(k, i) for k in range(K) if k not in shifted for i in range(len(problem.ys[k]))]
     model.rows = pyo.Set(initialize=rows, dimen=2)
     model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
+    for k, j in np.argwhere(problem.excluded):
+        model.beta[int(k), int(j)].setlb(0)
+        model.beta[int(k), int(j)].setub(0)
     model.resid = pyo.Var(model.rows)
     X, y = problem.Xs, problem.ys
     model.fit = pyo.Constraint(model.rows, rule=_until(deadline, lambda m, k, i: m.resid[k, i] == float(
         y[k][i]) - sum(float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)))
-    factors = {k: _shifted_factor(X[k], mu[k]) for k in shifted}
-    model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(p)], dimen=2)
+    factors = {k: _shifted_factor(X[k], mu[k], problem.allowed[k]) for k in shifted}
+    model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(len(factors[k]))], dimen=2)
     model.u = pyo.Var(model.eigen)
     model.eigen_fit = pyo.Constraint(model.eigen, rule=_until(deadline, lambda m, k, i: m.u[k, i] == sum(
         float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)))
@@ -506,7 +584,7 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
     for k in shifted:
         linear = X[k].T @ y[k] / len(y[k])
-        loss += 0.5 * sum(model.u[k, i] ** 2 for i in range(p)) + float(y[k] @ y[k]) / (2 * len(y[k])) \
+        loss += 0.5 * sum(model.u[k, i] ** 2 for i in range(len(factors[k]))) + float(y[k] @ y[k]) / (2 * len(y[k])) \
             - sum(float(linear[j]) * model.beta[k, j] for j in range(p))
     if perspective and (problem.lambda_ridge > 0 or shifted):
         model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
@@ -539,10 +617,14 @@ def _until(deadline: Deadline | None, rule):
     return lambda m, *index: pyo.Constraint.Skip if deadline.expired() else rule(m, *index)
 
 
-def _shifted_factor(X: np.ndarray, mu: float) -> np.ndarray:
-    """F with F'F = X'X / n - mu I (PSD because mu <= lambda_min): rows sqrt(w_i - mu) v_i'."""
+def _shifted_factor(X: np.ndarray, mu: float, allowed: np.ndarray) -> np.ndarray:
+    """F with F'F = X_A'X_A / n - mu I on the allowed columns A and zero columns elsewhere (PSD
+    because mu <= lambda_min over A): rows sqrt(w_i - mu) v_i'."""
+    X = X[:, allowed]
     eigenvalues, vectors = np.linalg.eigh(X.T @ X / len(X))
-    return np.sqrt(np.maximum(eigenvalues - mu, 0.0))[:, None] * vectors.T
+    factor = np.zeros((len(eigenvalues), len(allowed)))
+    factor[:, allowed] = np.sqrt(np.maximum(eigenvalues - mu, 0.0))[:, None] * vectors.T
+    return factor
 
 
 def coefficient_bound(problem: SparseProblem, upper_bound: float) -> float | None:

@@ -219,7 +219,8 @@ def _refit(problem, B, value):
 
 
 def _project(problem, B):
-    """Hard-threshold a warm start onto the feasible set (largest magnitudes kept)."""
+    """Hard-threshold a warm start onto the feasible set (largest magnitudes kept, excluded pairs 0)."""
+    B = np.where(problem.excluded, 0.0, B)
     if problem.common_support:
         keep = np.argsort(-np.sum(B**2, axis=0), kind="stable")[:problem.s]
         out = np.zeros_like(B)
@@ -239,11 +240,12 @@ def _gradient(problem, B, k):
 
 
 def _iht_sweep(problem, B, L):
-    """One sweep of block IHT (all tasks at once for common support)."""
+    """One sweep of block IHT (all tasks at once for common support); excluded pairs stay 0."""
     B = B.copy()
     K = problem.n_tasks
     if problem.common_support:
         tmp = B - np.array([_gradient(problem, B, k) for k in range(K)]) / L
+        tmp[problem.excluded] = 0.0
         keep = np.argsort(-np.sum(tmp**2, axis=0), kind="stable")[:problem.s]
         B[:] = 0.0
         B[:, keep] = tmp[:, keep]
@@ -252,6 +254,7 @@ def _iht_sweep(problem, B, L):
         tmp = B[k] - _gradient(problem, B, k) / L
         others = np.count_nonzero(B, axis=0) - (B[k] != 0)
         score = 0.5 * L * tmp**2 - 0.5 * problem.lambda_zbar * (1 - (2 * others + 1) / K)
+        score[problem.excluded[k]] = -np.inf
         keep = np.argsort(-score, kind="stable")[:problem.s]
         keep = keep[score[keep] > 0]
         B[k] = 0.0
@@ -282,9 +285,7 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
 
 def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
     """``best_swap`` of each task (one row move for common-support variants), as a list."""
-    support = B != 0
-    if problem.common_support:
-        support[:] = support.any(axis=0)
+    support = problem.indicators(B)
     model = _RefitModel(problem, support)
     counts = support.sum(axis=0).astype(float)
     moves = []
@@ -317,14 +318,15 @@ class _RefitModel:
     Over the selected coefficients V (task-major) the continuous part is
     const - r_V^T beta + beta^T H_VV beta / 2 (``SparseProblem.coupled_system``);
     P = H_VV^-1 and beta = P r_V are its refit.  ``cross`` and ``q`` hold H's and
-    r's entries for every feature, which the swap scores need.
+    r's entries for every feature, which the swap scores need.  An excluded pair, selected
+    (pinned) or a candidate, has no entries outside H's diagonal (``coupled_system``).
     """
 
     def __init__(self, problem, support):
         self.tasks, self.features = np.nonzero(support)
-        self.cross = [X.T @ X[:, cols] / len(y)                        # (p, |S_k|)
-                      for X, y, cols in zip(problem.Xs, problem.ys, support)]
-        self.q = np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])   # (K, p)
+        self.cross = [np.outer(allowed, allowed[cols]) * (X.T @ X[:, cols]) / len(y)   # (p, |S_k|)
+                      for X, y, cols, allowed in zip(problem.Xs, problem.ys, support, problem.allowed)]
+        self.q = problem.allowed * np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])
         self.blocks = np.split(np.arange(self.tasks.size), np.cumsum(support.sum(axis=1))[:-1])
         size = self.tasks.size
         H, r = problem.coupled_system(support)
@@ -355,7 +357,8 @@ def _swap_table(problem, model, task):
     dropping the group R first raises it by beta_R^T P_RR^-1 beta_R / 2 and,
     by block inversion, turns e into e + A_R^T P_RR^-1 beta_R and D into
     D + A_R^T P_RR^-1 A_R (A = P H_VJ), so a few batched products score every
-    pair.  ``delta[d, j]`` is inf where j is selected or adds nothing (D ~ 0);
+    pair.  ``delta[d, j]`` is inf where j is selected, adds nothing (D ~ 0) or is
+    excluded in every task of the group (an excluded pair is decoupled: e = 0, D = 1);
     ``drops`` lists the selected features, plus None when there is room.
     """
     K = problem.n_tasks
@@ -363,9 +366,11 @@ def _swap_table(problem, model, task):
     h = np.stack([model.columns(k) for k in group], axis=-1)          # (|V|, p, g)
     A = np.tensordot(model.P, h, axes=1)
     e = model.q[group].T - np.tensordot(model.beta, h, axes=1)        # (p, g)
-    diagonal = (problem.column_sq_norms[group] / np.array([len(problem.ys[k]) for k in group])[:, None]
-                + problem.lambda_ridge + problem.lambda_bbar).T
-    D = np.einsum("pg,gh->pgh", diagonal, np.eye(len(group))) - model.coupling \
+    allowed = problem.allowed[group].T                                 # (p, g)
+    diagonal = np.where(allowed, problem.column_sq_norms[group].T / np.array([len(problem.ys[k]) for k in group])
+                        + problem.lambda_ridge + problem.lambda_bbar, 1.0)   # 1: excluded, decoupled
+    D = np.einsum("pg,gh->pgh", diagonal, np.eye(len(group))) \
+        - model.coupling * (allowed[:, :, None] & allowed[:, None, :]) \
         - np.einsum("vpg,vph->pgh", h, A)                              # (p, g, g)
     R = np.array([model.blocks[k] for k in group]).T                   # (drops, g): V indices
     invert = np.linalg.pinv if model.singular else np.linalg.inv
@@ -384,6 +389,7 @@ def _swap_table(problem, model, task):
         drops.append(None)
     delta = removal[:, None] - _group_gain(e_d, D_d, diagonal)
     delta[:, selected] = np.inf
+    delta[:, ~allowed.any(axis=1)] = np.inf   # no task of the group may use the feature
     return delta, drops
 
 

@@ -24,6 +24,9 @@ smallest open bound is the global lower bound; the search stops at
 ``rel_gap``, ``abs_gap`` or the time limit.  Branching follows OKRidge: the
 entry of the node's refitted support whose removal raises F the most.
 
+Excluded pairs (``SparseProblem.excluded``) have v_jk = 0, so they weigh 0 in
+every bound (their beta is fixed at 0), and are fixed out at the root where supports are per task.
+
 Scope: variants without Bbar and Zbar terms (``l0l2``, ``cs_l2``, or any
 variant with those penalties at 0) and lambda_ridge > 0.  The bound uses
 lambda_ridge alone, not the curvature outer approximation borrows when
@@ -35,7 +38,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
-from dataclasses import replace
 
 import numpy as np
 import scipy.optimize
@@ -79,9 +81,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     if problem.common_support:
         parts = [(problem, incumbent)]
     else:
-        parts = [(replace(problem, Xs=problem.Xs[k:k + 1], ys=problem.ys[k:k + 1],
-                          x_means=problem.x_means[k:k + 1], y_means=problem.y_means[k:k + 1]),
-                  incumbent[k:k + 1]) for k in range(problem.n_tasks)]
+        parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
     searches = [_Search(part, node_iterations, start_from, deadline) for part, start_from in parts]
     status, explored = "optimal", 0
     while True:
@@ -121,7 +121,10 @@ class _Search:
         self.best, self.upper = None, np.inf
         self.offer(problem.refit(incumbent != 0))
         if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
-            self.push(np.full(incumbent.shape, FREE, dtype=np.int8), np.concatenate(problem.ys))
+            root = np.full(incumbent.shape, FREE, dtype=np.int8)
+            if not problem.common_support:   # a shared column's z is not a pair's: weights only
+                root[problem.excluded] = OUT
+            self.push(root, np.concatenate(problem.ys))
 
     def lower(self) -> float:
         """The proven lower bound: the smallest open bound (the incumbent when none is open)."""
@@ -229,7 +232,7 @@ class _Search:
             error += _gamma(n + 3 + problem.n_tasks) * (np.abs(y) @ np.abs(rk) + rk @ rk / 2) / n
             slack = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
             upper_weights[k] = (np.abs(X.T @ rk / n) + slack) ** 2 / (2 * problem.lambda_ridge)
-        upper_weights *= 1 + _gamma(4)
+        upper_weights *= (1 + _gamma(4)) * problem.allowed
         penalty = np.sum(upper_weights[self._greedy(fixed, upper_weights)]) * (1 + _gamma(upper_weights.size))
         return base - error - penalty - _gamma(3) * (abs(base) + error + penalty)
 
@@ -266,9 +269,10 @@ class _Search:
         return self._per_row(fixed, a, fill)
 
     def _slopes(self, r: np.ndarray) -> np.ndarray:
+        """(K, p) v_jk = X_k' r_k / n_k, 0 for an excluded pair (its beta is fixed at 0)."""
         problem = self.problem
-        return np.array([X.T @ r[self.ends[k]:self.ends[k + 1]] / len(y)
-                         for k, (X, y) in enumerate(zip(problem.Xs, problem.ys))])
+        return problem.allowed * np.array([X.T @ r[self.ends[k]:self.ends[k + 1]] / len(y)
+                                           for k, (X, y) in enumerate(zip(problem.Xs, problem.ys))])
 
     def _greedy(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The node's worst z: its fixed-in entries plus the heaviest free ones."""

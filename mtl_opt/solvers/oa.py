@@ -103,7 +103,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         if deadline.expired():
             status = "time_limit"
             break
-        start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(best != 0)]
+        start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(problem.indicators(best))]
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
         run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
                             deadline=deadline)

@@ -142,7 +142,7 @@ class _CutHandler(Conshdlr):
 
     def add_start(self) -> None:
         """The incumbent as a MIP start, eta at its exact continuous parts."""
-        support = self.best != 0
+        support = self.problem.indicators(self.best)
         sol = self.model.createSol()
         for k, row in enumerate(self.z):
             for j, var in enumerate(row):
