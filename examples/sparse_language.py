@@ -12,7 +12,7 @@ score).  Features, all pupil-level: ``IQ_verbal``, ``IQ_performal``, ``sex``
 Class- and school-level columns are constant within (almost) every school and
 carry nothing a per-school intercept does not.  ``minority`` is constant in
 about two thirds of the schools (no minority pupil), ``repeated`` in a sixth;
-half the schools have fewer training rows than p + 1 = 9, so per-school least
+48 of the 129 schools have at most p + 1 = 9 training rows, so per-school least
 squares interpolates there: the sparse family's setting.
 
 Protocol (``multisite.main``), per seed: each school is split 70/30; the two
