@@ -24,9 +24,12 @@ lambda_ridge of the per-school ridge fit (``l0l2`` with s = p) over
 {0.3, 1, 3, 10}; then, at that lambda_ridge, s in {2, 4, 6, 8} for ``l0l2``
 (each school's own best subset: the per-school sparse fit, the reference) and
 s in {2, 4, 6} x lambda_zbar in {1, 10, 100} for ``zbar_l2`` (supports pulled
-toward a common one).  The selected fits are then certified: ``l0l2`` by our
-branch and bound (``certify(solver="bnb")``, which separates over schools),
-``zbar_l2`` by outer approximation on SCIP, each with a 10 s limit.  Compared
+toward a common one), and, for comparison, s in {4, 8} x lambda_bbar in
+{1, 10, 100} for ``bbar`` (values pulled toward their mean; its own small
+lambda_ridge = 0.01, which OA's certificate needs where n_k <= p).  The selected fits
+are then certified: ``l0l2`` by our branch and bound
+(``certify(solver="bnb")``, which separates over schools), the others by outer
+approximation on SCIP, each with a 10 s limit.  Compared
 with the per-school ridge, per-school least squares (``IndependentTasks``,
 minimum norm) and one pooled OLS fit (``PooledOLS``).
 """
@@ -49,6 +52,9 @@ RIDGE_GRID = (0.3, 1.0, 3.0, 10.0)
 S_GRID = (2, 4, 6, 8)
 ZBAR_S_GRID = (2, 4, 6)
 ZBAR_GRID = (1.0, 10.0, 100.0)
+BBAR_S_GRID = (4, 8)
+BBAR_GRID = (1.0, 10.0, 100.0)
+BBAR_RIDGE = 0.01
 CERTIFY_SECONDS = 10.0
 
 
@@ -74,7 +80,8 @@ def ridge_cv(train: MultiTaskData, seed: int):
 
 
 def tuned_sparse(variant: str, grid: dict, certify_solver: str, backend: str | None = None):
-    """fit(train, seed): CV over ``grid`` at the split's lambda_ridge, then certify the choice."""
+    """fit(train, seed): CV over ``grid`` at the split's lambda_ridge (unless ``grid`` sets its
+    own), then certify the choice."""
     def search(train, seed):
         ridge = ridge_cv(train, seed).best_params["lambda_ridge"]
         return cross_validate(SparseMTL(variant=variant), {"lambda_ridge": [ridge], **grid},
@@ -90,6 +97,9 @@ METHODS = (
     ("SparseMTL zbar_l2", tuned_sparse("zbar_l2", {"s": ZBAR_S_GRID, "lambda_zbar": ZBAR_GRID},
                                        "oa", backend="scip")),
     ("SparseMTL l0l2", tuned_sparse("l0l2", {"s": S_GRID}, "bnb")),
+    ("SparseMTL bbar", tuned_sparse("bbar", {"s": BBAR_S_GRID, "lambda_bbar": BBAR_GRID,
+                                             "lambda_ridge": [BBAR_RIDGE]},
+                                    "oa", backend="scip")),
     ("per-school ridge", tuned(ridge_cv)),
     ("per-school LS (ITL)", plain(IndependentTasks())),
     ("pooled OLS", plain(PooledOLS())),
