@@ -154,6 +154,27 @@ def test_per_task_ols_equals_least_squares_without_the_column(sites):
     assert result.objective == pytest.approx(optimum, rel=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_per_task_ols_certifies_features_on_scales_1_to_100(seed):
+    """Columns on scales 1 / 10 / 100 with offsets left the bound ~4e-9 short (gap_limit):
+    ols scales them by powers of two before solving, which keeps the bound exact."""
+    data = multisite(seed=seed).data
+    result = PerTaskOLS().fit(data).result_
+    assert result.status == "optimal" and result.rel_gap <= 1e-9
+    fitted = [np.column_stack([np.ones(len(X)), X[:, ~np.isin(np.arange(5), bad)]])
+              for X, bad in zip(data.Xs, _left_out(result, data))]
+    optimum = sum(np.sum((y - A @ np.linalg.lstsq(A, y, rcond=None)[0]) ** 2) / (2 * len(y))
+                  for A, y in zip(fitted, data.ys))
+    assert result.lower_bound <= optimum * (1 + 1e-12)
+
+
+def _left_out(result, data):
+    """Per task, the feature indices ``result.unidentified`` lists for it."""
+    names = data.feature_names
+    return [[names.index(f) for t, f in result.unidentified if t == task]
+            for task in data.task_names]
+
+
 def test_a_feature_no_task_identifies_is_zero_with_a_warning():
     """x1 is constant within every task (a site-level variable): MOLAR and pooled OLS warn."""
     rng = np.random.default_rng(1)
