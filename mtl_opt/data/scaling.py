@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from .core import MultiTaskData
 
 
-def standardize(data: MultiTaskData, how="task", center=True, scale=True) -> tuple[MultiTaskData, Scaler]:
+def standardize(data: MultiTaskData, how="task", center=True,
+                scale=True) -> tuple[MultiTaskData, Scaler]:
     """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it.
 
     A feature constant in a task ("task") or overall ("pooled") is left unscaled; when its

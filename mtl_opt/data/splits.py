@@ -29,7 +29,8 @@ def take(data: MultiTaskData, rows: Sequence[np.ndarray]) -> MultiTaskData:
     )
 
 
-def split(data: MultiTaskData, test_rows: Sequence[np.ndarray]) -> tuple[MultiTaskData, MultiTaskData]:
+def split(data: MultiTaskData,
+          test_rows: Sequence[np.ndarray]) -> tuple[MultiTaskData, MultiTaskData]:
     """Return ``(train, test)`` where test keeps ``test_rows[k]`` of task k, train the rest."""
     train_rows = [np.setdiff1d(np.arange(n), r) for n, r in zip(data.n_samples, test_rows)]
     return take(data, train_rows), take(data, test_rows)
@@ -72,7 +73,8 @@ def kfold_indices(data: MultiTaskData, n_splits=5, seed=None) -> list[list[np.nd
     return [[np.sort(folds[f]) for folds in per_task] for f in range(n_splits)]
 
 
-def kfold(data: MultiTaskData, n_splits=5, seed=None) -> Iterator[tuple[MultiTaskData, MultiTaskData]]:
+def kfold(data: MultiTaskData, n_splits=5,
+          seed=None) -> Iterator[tuple[MultiTaskData, MultiTaskData]]:
     """``MultiTaskData.kfold``: ``(train, test)`` per fold; arguments checked when called."""
     folds = kfold_indices(data, n_splits, seed)
     return (split(data, test_rows) for test_rows in folds)

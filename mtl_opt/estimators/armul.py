@@ -39,8 +39,8 @@ class GLMTasks(MTLEstimator):
             raise InvalidParameterError(
                 f"{type(self).__name__}: a feature is constant over all tasks, so it cannot be "
                 f"standardized; drop it or pass standardize=False.")
-        scaled, scaler = data.standardize(how="pooled", center=self.standardize and self.fit_intercept,
-                                          scale=self.standardize)
+        scaled, scaler = data.standardize(
+            how="pooled", center=self.standardize and self.fit_intercept, scale=self.standardize)
         self._shift, self._scale = scaler.x_mean[0], scaler.x_scale[0]
         Xs = scaled.Xs
         identified = ~unidentified_mask(data.Xs, self.fit_intercept, collinear=True)
