@@ -1,4 +1,8 @@
-"""ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines."""
+"""ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines.
+
+The solvers: ``solvers.prox`` (proximal gradient, alternating searches) and
+``solvers.armul_scip`` (the exact SCIP path).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""MOLAR: weighted-median-based multitask linear regression (Algorithm 1 of the MOLAR paper)."""
+"""MOLAR: weighted-median-based multitask linear regression (Algorithm 1 of the MOLAR paper).
+
+The estimator (parameters, checks, result, confidence intervals); the algorithm is
+``mtl_opt.solvers.molar``.
+"""
 
 from __future__ import annotations
 
