@@ -382,6 +382,24 @@ def test_constant_feature_is_centred_and_left_unscaled():
         np.testing.assert_allclose(X_back, X, rtol=1e-12, atol=1e-12)
 
 
+def test_constant_feature_centres_to_exactly_zero():
+    """A column whose values are all equal centres to exactly 0 (its exact mean is subtracted),
+    not to the rounding noise of the float mean (np.mean of three 0.1 is 0.1 + 1.4e-17), which
+    a LASSO or a rank test could pick up; ``Scaler.transform`` gives the same array."""
+    rng = np.random.default_rng(1)
+    X0, X1 = rng.normal(size=(3, 2)), rng.normal(size=(7, 2))
+    X0[:, 0], X1[:, 0] = 0.1, 0.7
+    assert X0[:, 0].mean() != 0.1 and X1[:, 0].mean() != 0.7   # the float means are off
+    d = MultiTaskData([X0, X1], [rng.normal(size=3), rng.normal(size=7)])
+    for scale in (True, False):
+        s, scaler = d.standardize(how="task", scale=scale)
+        for X_std, X_map in zip(s.Xs, scaler.transform(d).Xs):
+            assert np.all(X_std[:, 0] == 0.0)
+            np.testing.assert_array_equal(X_map, X_std)
+    pooled = MultiTaskData([X0[:, :1], X0[:, :1]], [rng.normal(size=3)] * 2)
+    assert np.all(pooled.standardize(how="pooled", scale=False)[0].Xs[1] == 0.0)
+
+
 def test_standardize_parameter_errors():
     d = make_data()
     with pytest.raises(InvalidParameterError, match="how must be 'task' or 'pooled'"):

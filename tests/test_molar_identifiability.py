@@ -20,7 +20,7 @@ from mtl_opt.estimators import (
     PooledOLS,
     RobustMultitask,
 )
-from mtl_opt.estimators.molar import _median_by_lp, _median_closed_form
+from mtl_opt.solvers.molar import _median_by_lp, _median_closed_form
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
@@ -202,9 +202,9 @@ def test_high_dimensional_median_gives_a_constant_column_weight_zero(sites):
     site0's LASSO returns for its zero column), and site0 takes it."""
     data = sites.data
     model = MOLARHighDim().fit(data)
-    from mtl_opt.estimators._ols import centered
-    from mtl_opt.estimators.molar_baselines import lasso_coefs
-    local = lasso_coefs(*centered(data)[:2], c_lambda=model.c_lambda_local)
+    from mtl_opt.solvers.lasso_debias import lasso_coefs
+    centred = data.standardize(how="task", center=True, scale=False)[0]
+    local = lasso_coefs(centred.Xs, centred.ys, c_lambda=model.c_lambda_local)
     assert local[0, 0] == 0.0
     assert model.global_coef_[0] == weighted_median_by_brute_force(list(local[1:, 0]),
                                                                    list(data.n_samples[1:]))

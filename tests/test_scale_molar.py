@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import MOLAR
-from mtl_opt.estimators.molar import _median_by_lp, _median_closed_form
+from mtl_opt.solvers.molar import _median_by_lp, _median_closed_form
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 

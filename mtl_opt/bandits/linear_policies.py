@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..estimators.base import BOOLEAN, Interval, OneOf
-from ..estimators.molar_baselines import lasso_coefs, rm_coefs
+from ..solvers.lasso_debias import lasso_coefs, rm_coefs
 from ..formulations.least_squares import ols
 from ._support import check_params
 from .base import Environment, Policy, Round

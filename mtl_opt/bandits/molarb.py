@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..estimators._ols import per_task_ols
 from ..estimators.base import Interval, OneOf
-from ..estimators.molar import molar_coefs, noise_levels
-from ..estimators.molar_baselines import pooled_median
 from ..formulations.molar import shrink, thresholds
+from ..solvers.lasso_debias import pooled_median
+from ..solvers.least_squares import per_task_ols
+from ..solvers.molar import molar_coefs, noise_levels
 from .linear_policies import BatchedGreedy
 
 

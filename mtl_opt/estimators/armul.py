@@ -1,4 +1,8 @@
-"""ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines."""
+"""ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines.
+
+The solvers: ``solvers.prox`` (proximal gradient, alternating searches) and
+``solvers.armul_scip`` (the exact SCIP path).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,13 @@ from scipy.special import expit
 
 from .. import __version__
 from ..data import MultiTaskData
-from ..errors import InvalidDataError, InvalidParameterError, SolverError
+from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
-from ..identifiability import unidentified_mask
+from ..identifiability import constant_columns, unidentified_mask
 from ..result import FitResult, certified_status
-from ..solvers import prox
-from ..solvers.backends import get_backend
+from ..solvers import glm, prox
+from ..solvers.armul_scip import solve_exact
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -26,7 +30,8 @@ class GLMTasks(MTLEstimator):
     """Per-task linear or logistic models: design preparation, back-mapping and prediction.
 
     ``standardize`` scales every feature by one pooled mean and standard
-    deviation (the same for all tasks, so a shared center keeps its meaning);
+    deviation, the same for all tasks so a shared center keeps its meaning
+    (``MultiTaskData.standardize(how="pooled")``, whose centred y is not used);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
     other coefficient.  With the squared loss the solvers see y without its common
     level and at unit scale (``ResponseScale``); estimates, objectives and bounds are
@@ -34,15 +39,14 @@ class GLMTasks(MTLEstimator):
     """
 
     def _problem(self, data: MultiTaskData, c: float) -> ArmulProblem:
-        X_all = np.vstack(data.Xs)
-        self._shift = X_all.mean(axis=0) if self.standardize and self.fit_intercept else 0.0
-        scale = X_all.std(axis=0) if self.standardize else np.ones(data.n_features)
-        if np.any(scale <= 1e-12 * (1 + np.abs(X_all.mean(axis=0)))):
+        if self.standardize and constant_columns(np.vstack(data.Xs)).any():
             raise InvalidParameterError(
                 f"{type(self).__name__}: a feature is constant over all tasks, so it cannot be "
                 f"standardized; drop it or pass standardize=False.")
-        self._scale = scale
-        Xs = [(X - self._shift) / scale for X in data.Xs]
+        scaled, scaler = data.standardize(
+            how="pooled", center=self.standardize and self.fit_intercept, scale=self.standardize)
+        self._shift, self._scale = scaler.x_mean[0], scaler.x_scale[0]
+        Xs = scaled.Xs
         identified = ~unidentified_mask(data.Xs, self.fit_intercept, collinear=True)
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
@@ -73,8 +77,7 @@ class GLMTasks(MTLEstimator):
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
         rows = np.atleast_2d(rows)
         coef = (rows[:, 1:] if self.fit_intercept else rows) / self._scale
-        intercept = rows[:, 0] - coef @ np.broadcast_to(self._shift, coef.shape[1]) \
-            if self.fit_intercept else np.zeros(len(rows))
+        intercept = rows[:, 0] - coef @ self._shift if self.fit_intercept else np.zeros(len(rows))
         return coef, intercept
 
     def _result(self, data, problem, run, *, solver, version, bound_source, rel_gap, extra=None):
@@ -97,8 +100,8 @@ class GLMTasks(MTLEstimator):
         task's own fit on the columns it identifies (``_identified``).  A coefficient a task
         cannot identify starts at the pooled value, so it neither pulls the task toward tasks
         that share its gap nor starts at an arbitrary value the penalty never revisits."""
-        pooled = prox.group_fit(problem, np.arange(problem.m))
-        return prox.task_fits(problem, self._identified, pooled)
+        pooled = glm.group_fit(problem, np.arange(problem.m))
+        return glm.task_fits(problem, self._identified, pooled)
 
     def _check_fit(self, data: MultiTaskData) -> None:
         if self.n_components is not None and self.n_components > data.n_tasks:
@@ -268,7 +271,8 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version, source = self._solve_scip(problem, options, deadline)
+            run, version, source = solve_exact(problem, self.structure, self.n_components,
+                                               options, deadline)
             return self._finish(data, problem, run, "SCIP", version, source, options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem, self._response_scale)
@@ -282,38 +286,6 @@ class ARMUL(GLMTasks):
                                      rel_gap=options.rel_gap)
         return self._finish(data, problem, run, "prox (mtl_opt)", __version__,
                             "dual feasible point from the iterate", options)
-
-    def _solve_scip(self, problem: ArmulProblem, options: SolveOptions, deadline: Deadline):
-        """SCIP's solution, a bound and the bound's source.  Vanilla (convex): the bound is our
-        safe dual bound at SCIP's point, never SCIP's own (its cone tolerances are absolute);
-        clustered: SCIP's dual bound, as SCIP reports it."""
-        if self.structure == "vanilla":
-            model = formulation.build_vanilla_model(problem)
-            kind = "qcp" if self.loss == "squared" else "nlp"
-        else:
-            model = formulation.build_clustered_model(problem, self.n_components)
-            kind = "miqcp"
-        backend = get_backend("scip")
-        out = backend.solve(model, kind, options, deadline=deadline)
-        if not out.has_solution:
-            raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
-                              f"raise time_limit or use solver='prox'.")
-        theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
-        if self.structure == "vanilla":
-            centers = np.tile([model.center[k].value for k in model.K], (problem.m, 1))
-            extra = {}
-        else:
-            table = np.array([[model.centers[g, k].value for k in model.K] for g in model.G])
-            labels = np.array([max(model.G, key=lambda g: model.assign[j, g].value) for j in model.J])
-            centers, extra = table[labels], {"centers": table, "labels": labels}
-        objective = problem.objective(theta, centers)
-        if self.structure == "vanilla":
-            bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
-        else:
-            bound, source = out.bound, "SCIP dual bound"
-        run = prox.ProxRun(theta, centers, objective, bound, out.status, 0, [],
-                           {**extra, "native": dict(out.native)})
-        return run, out.solver_version, source
 
     def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
         run, extra = self._restored(run), {}

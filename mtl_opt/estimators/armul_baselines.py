@@ -25,7 +25,7 @@ import numpy as np
 from .. import __version__
 from ..data import MultiTaskData
 from ..result import FitResult
-from ..solvers import prox
+from ..solvers import glm, prox
 from .armul import COMMON_CONSTRAINTS, GLMTasks
 from .base import Interval, OneOf
 
@@ -76,7 +76,7 @@ class IndependentTasks(_Baseline):
         return super()._problem(data, c).restricted(self._identified)
 
     def _run(self, problem):
-        theta = prox.task_fits(problem, self._identified)
+        theta = glm.task_fits(problem, self._identified)
         return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
 
 
@@ -87,7 +87,7 @@ class DataPooling(_Baseline):
     identification = None  # one model for all: no task stands alone
 
     def _run(self, problem):
-        theta = np.tile(prox.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
+        theta = np.tile(glm.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
         return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
 
 

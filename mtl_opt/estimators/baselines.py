@@ -8,7 +8,7 @@ from ..data import MultiTaskData
 from ..formulations.least_squares import ols, rounding_factor, with_intercept
 from ..identifiability import identified_columns
 from ..result import FitResult, certified_status
-from ._ols import per_task_ols, split_intercept, stacked_mask, unfitted_warnings
+from ..solvers.least_squares import per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from .base import BOOLEAN, MTLEstimator
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".

@@ -1,20 +1,23 @@
-"""MOLAR: weighted-median-based multitask linear regression (Algorithm 1 of the MOLAR paper)."""
+"""MOLAR: weighted-median-based multitask linear regression (Algorithm 1 of the MOLAR paper).
+
+The estimator (parameters, checks, result, confidence intervals); the algorithm is
+``mtl_opt.solvers.molar``.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
 
 import numpy as np
 import scipy.stats
 
 from ..data import MultiTaskData
-from ..errors import InvalidDataError, InvalidParameterError, SolverError
+from ..errors import InvalidParameterError
 from ..formulations import molar as formulation
-from ..result import STATUSES, FitResult, certified_status
-from ..solvers.backends import pick_backend
+from ..result import FitResult, certified_status
+from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
+from ..solvers.molar import MolarFit, molar_fit, noise_levels
 from ..solvers.options import SolveOptions
-from ._ols import TaskFits, fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
 
 
@@ -195,104 +198,6 @@ class MOLAR(MTLEstimator):
         return split_intercept(lower, self.fit_intercept)[0], split_intercept(upper, self.fit_intercept)[0]
 
 
-def noise_levels(sigma, fits: TaskFits, n_samples, task_names, owner: str = "MOLAR") -> np.ndarray:
-    """sigma_m as given (one float or one per task), or sqrt(RSS_m / (n_m - d_m)) from the OLS residuals."""
-    K = len(fits.fits)
-    if sigma is None:
-        dof = np.asarray(n_samples) - fits.dims
-        estimate = np.array([np.sqrt(f.rss / df) for f, df in zip(fits.fits, dof)])
-        exact = [name for name, s in zip(task_names, estimate) if s == 0]
-        if exact:
-            raise InvalidDataError(
-                f"tasks {exact} are fitted exactly by OLS (zero residual variance), so their "
-                f"weight n_m / sigma_m^2 is infinite; pass sigma= explicitly.")
-        return estimate
-    given = np.asarray(sigma, dtype=float)
-    if given.ndim == 0:
-        given = np.full(K, float(given))
-    if given.shape != (K,) or not np.all(np.isfinite(given)) or np.any(given <= 0):
-        raise InvalidParameterError(
-            f"The 'sigma' parameter of {owner} must be a positive float or {K} positive floats "
-            f"(one per task); got {sigma!r}.")
-    return given
-
-
-class MolarFit(NamedTuple):
-    """Every stage of one MOLAR fit, on the stacked coefficient scale (intercept column included)."""
-
-    local: np.ndarray          # (K, d) per-task OLS estimates (0 where not used)
-    gram_inv_diag: np.ndarray  # (K, d) diag((A_S^T A_S)^{-1}) (NaN where not used)
-    used: np.ndarray           # (K, d) bool: the coordinates each task identifies and fits
-    n_samples: np.ndarray      # (K,)
-    sigma: np.ndarray          # (K,) noise levels used
-    weights: np.ndarray        # (K,) n_m / sigma_m^2
-    median: _Median            # the global estimate (0 where no task identifies) and its certificate
-    own: np.ndarray            # (K, d) local, offset-corrected for the filled coordinates
-    coef: np.ndarray           # (K, d) after thresholding and filling
-    log: list
-
-    @property
-    def entry_weights(self) -> np.ndarray:
-        """(K, d) the weight of each task in each coordinate's median: w_m where used, else 0."""
-        return np.where(self.used, self.weights[:, None], 0.0)
-
-    @property
-    def dims(self) -> np.ndarray:
-        """(K,) d_m, the number of coefficients each task fits."""
-        return self.used.sum(axis=1)
-
-
-def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: str,
-              median: str = "closed_form", backend=None, options: SolveOptions | None = None) -> MolarFit:
-    """Algorithm 1 from per-task fits: weighted median, fill, then thresholding toward it.
-
-    The one implementation behind ``MOLAR``, ``molar_coefs`` and ``MOLARLogistic``; the
-    rule for coordinates a task does not use is in ``MOLAR``'s docstring.
-    """
-    local, gram_inv_diag, used = fits.coef, fits.gram_inv_diag, fits.used
-    n = np.asarray(n_samples, dtype=float)
-    weights = n / sigma**2
-    clock = time.perf_counter()
-    result = _global_median(local, np.where(used, weights[:, None], 0.0), median, backend,
-                            options or SolveOptions())
-    log = [{"stage": "median", "time": time.perf_counter() - clock}]
-    clock = time.perf_counter()
-    z = result.z
-    own = local + fits.offset_correction(z)
-    cut = formulation.thresholds(c_gamma, sigma, n, fits.dims, gram_inv_diag)
-    final = np.where(used, formulation.shrink(own, z, cut, threshold), z[None, :])
-    log.append({"stage": "threshold", "time": time.perf_counter() - clock})
-    return MolarFit(local, gram_inv_diag, used, np.asarray(n_samples), sigma, weights, result, own,
-                    final, log)
-
-
-def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "hard") -> np.ndarray:
-    """MOLAR (Algorithm 1, closed-form median) on per-task arrays, no intercept: an (M, d) array.
-
-    ``sigma`` is the known noise level (one float or one per task), or None to
-    estimate it from the OLS residuals; gamma_m = c_gamma sqrt(ln(min(n_total/n_m, d_m))) sigma_m.
-    Same code path, and the same handling of coordinates a task does not identify,
-    as ``MOLAR(fit_intercept=False)``.
-    """
-    check_positive("molar_coefs", "c_gamma", c_gamma, allow_zero=True)
-    if threshold not in ("hard", "soft"):
-        raise InvalidParameterError(f"molar_coefs: threshold must be 'hard' or 'soft'; got {threshold!r}.")
-    data = MultiTaskData(Xs, ys)
-    fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None))
-    levels = noise_levels(sigma, fits, data.n_samples, data.task_names, "molar_coefs")
-    return molar_fit(fits, data.n_samples, levels, c_gamma=c_gamma, threshold=threshold).coef
-
-
-def check_positive(owner: str, name: str, value, *, allow_zero: bool = False) -> float:
-    """A finite float > 0 (>= 0 with ``allow_zero``), or an InvalidParameterError naming it."""
-    ok = (isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-          and np.isfinite(value) and (value >= 0 if allow_zero else value > 0))
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidParameterError(f"{owner}: {name} must be a finite float {bound}; got {value!r}.")
-    return float(value)
-
-
 def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[np.ndarray, np.ndarray]:
     """Appendix F's entry-wise intervals: the global interval where a task agrees with the median.
 
@@ -362,73 +267,3 @@ def _quantile_shift(w, tau, shift, iterations: int = 80) -> np.ndarray:
         below = cdf(mid) < target
         low, high = np.where(below, mid, low), np.where(below, high, mid)
     return np.where(shift < 0.5, high, np.inf)
-
-
-class _Median(NamedTuple):
-    """A weighted-median solve: the medians, a proven lower bound and where it came from."""
-
-    z: np.ndarray
-    lower_bound: float | None
-    bound_source: str
-    status: str
-    solver: str
-    solver_version: str
-    native: dict
-
-
-def _global_median(local, weights, median: str, backend, options) -> _Median:
-    """The weighted median (closed form or LP) over the coordinates some task identifies (a
-    column of positive weights); the others add 0 to the objective at any z and get z_k = 0."""
-    pooled = np.any(weights > 0, axis=0)
-    solve = (_median_closed_form(local[:, pooled], weights[:, pooled]) if median == "closed_form"
-             else _median_by_lp(local[:, pooled], weights[:, pooled], backend, options))
-    z = np.zeros(local.shape[1])
-    z[pooled] = solve.z
-    return solve._replace(z=z)
-
-
-def _median_closed_form(local, weights) -> _Median:
-    z = formulation.weighted_median(local, weights, axis=0)
-    return _Median(z, *_median_point_bound(local, weights, z), "optimal", "numpy", np.__version__, {})
-
-
-def _median_point_bound(local, weights, z) -> tuple[float, str]:
-    """The safe bound of the dual point built from the median z, and its source."""
-    u = formulation.median_dual_point(local, weights, z)
-    return formulation.dual_bound(u, local, weights, z), "dual feasible point built from the median"
-
-
-def _median_by_lp(local, weights, backend_name, options) -> _Median:
-    """Solve the weighted-median LP in its ``MedianFrame``; bound by the best of two dual points.
-
-    The LP's duals (made feasible) and the dual point built from its median are
-    both evaluated safely by ``dual_bound``; the better one is reported (the LP's
-    duals are only as accurate as the solver's dual tolerance, which is absolute,
-    and do not exist when the solve stopped early).  The solver's own bound is
-    never reported.
-    """
-    backend = pick_backend("lp", backend_name)
-    frame = formulation.MedianFrame.of(local, weights)
-    model = formulation.build_median_lp(*frame.to_unit(local, weights))
-    run = backend.solve(model, "lp", options)
-    if not run.has_solution:
-        raise SolverError(
-            f"{run.solver} returned no solution for the weighted-median LP (status {run.status}); "
-            f"try median='closed_form' or another backend.")
-    M, d = local.shape
-    z = frame.z_from_unit([model.z[k].value for k in range(d)])
-    status = run.status if run.status in STATUSES else "error"
-    bounds = [_median_point_bound(local, weights, z)]
-    try:
-        duals = backend.load_duals(model, run)
-    except SolverError:
-        pass
-    else:
-        u_unit = np.zeros((M, d))
-        for i, k in model.entries:
-            u_unit[i, k] = duals[model.upper[i, k]] - duals[model.lower[i, k]]
-        u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
-        bounds.append((formulation.dual_bound(u, local, weights, z),
-                       f"{run.solver} LP duals made dual feasible"))
-    bound, source = max(bounds)
-    return _Median(z, bound, source, status, run.solver, run.solver_version, dict(run.native))

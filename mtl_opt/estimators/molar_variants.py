@@ -35,16 +35,19 @@ from ..errors import InvalidDataError
 from ..formulations import molar as formulation
 from ..identifiability import constant_columns
 from ..result import FitResult, certified_status
-from ..solvers.options import SolveOptions
-from ._ols import TaskFits, fitted_columns, split_intercept, stacked_mask, task_designs, unfitted_warnings
-from .base import BOOLEAN, Interval, MTLEstimator, OneOf
-from .molar import molar_fit
-from .molar_baselines import (
-    CenteredEstimator,
-    check_tasks,
-    lasso_coefs,
-    median_lasso_debias,
+from ..solvers.lasso_debias import check_tasks, lasso_coefs, median_lasso_debias
+from ..solvers.least_squares import (
+    TaskFits,
+    fitted_columns,
+    split_intercept,
+    stacked_mask,
+    task_designs,
+    unfitted_warnings,
 )
+from ..solvers.molar import molar_fit
+from ..solvers.options import SolveOptions
+from .base import BOOLEAN, Interval, MTLEstimator, OneOf
+from .molar_baselines import CenteredEstimator
 
 #: Per-task MLE settings: a tight tolerance, and enough iterations to tell non-convergence (separation).
 MLE_TOL, MLE_MAX_ITER = 1e-10, 5_000

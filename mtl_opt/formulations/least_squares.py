@@ -38,7 +38,7 @@ class OLSFit:
 def check_design(A: np.ndarray, *, name: str = "data") -> np.ndarray:
     """A^T A, after refusing a design that least squares cannot fit (InvalidDataError naming
     ``name``): fewer rows than columns, or A^T A singular or ill-conditioned.  Estimators choose
-    their columns first (``estimators._ols.fitted_columns``), so for them this is a numerical
+    their columns first (``solvers.least_squares.fitted_columns``), so for them this is a numerical
     safeguard.  A square design of full rank is fitted exactly (its residual is 0)."""
     n, d = A.shape
     if n < d:

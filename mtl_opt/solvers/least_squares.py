@@ -9,7 +9,7 @@ import numpy as np
 from ..data import MultiTaskData
 from ..errors import InvalidDataError
 from ..formulations.least_squares import OLSFit, ols, with_intercept
-from ..identifiability import constant_columns, identified_columns
+from ..identifiability import identified_columns
 
 
 def fitted_columns(data: MultiTaskData, fit_intercept: bool, residual_dof: int = 0) -> np.ndarray:
@@ -123,17 +123,3 @@ def split_intercept(stacked: np.ndarray, fit_intercept: bool) -> tuple[np.ndarra
     if fit_intercept:
         return stacked[:, 1:], stacked[:, 0]
     return stacked, np.zeros(stacked.shape[0])
-
-
-def centered(data: MultiTaskData) -> tuple[list, list, list, list]:
-    """Per-task centered designs and responses, with the means to recover intercepts.
-
-    Fitting slopes on centered data and setting b_k = mean(y_k) - mean(X_k) beta_k
-    is the same as an unpenalized intercept in every task.  A column constant in a task
-    centres to exactly 0 (not to rounding noise a fit could pick up).
-    """
-    x_means = [X.mean(axis=0) for X in data.Xs]
-    y_means = [float(y.mean()) for y in data.ys]
-    Xs = [np.where(constant_columns(X), 0.0, X - m) for X, m in zip(data.Xs, x_means)]
-    ys = [y - m for y, m in zip(data.ys, y_means)]
-    return Xs, ys, x_means, y_means

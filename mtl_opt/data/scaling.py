@@ -1,0 +1,160 @@
+"""Standardization of a MultiTaskData, and the Scaler that undoes it.
+
+``standardize`` is the one preprocessing path of every estimator: it centres (features and y)
+and scales (features) per task or pooled over all rows, and returns the transformed data with
+the ``Scaler`` that maps coefficients fitted on them back to the original scale, which is where
+mtl_opt reports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import InvalidDataError, InvalidParameterError
+from ..identifiability import constant_columns
+
+if TYPE_CHECKING:
+    from .core import MultiTaskData
+
+
+def standardize(data: MultiTaskData, how="task", center=True,
+                scale=True) -> tuple[MultiTaskData, Scaler]:
+    """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it.
+
+    A feature constant in a task ("task") or overall ("pooled") is left unscaled; when its
+    values are all equal, centring makes it exactly 0 (not rounding noise a fit could pick up).
+    """
+    if how not in ("task", "pooled"):
+        raise InvalidParameterError(f"how must be 'task' or 'pooled'; got {how!r}.")
+    for flag, value in (("center", center), ("scale", scale)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise InvalidParameterError(f"{flag} must be True or False; got {value!r}.")
+    if how == "task":
+        groups = list(zip(data.Xs, data.ys))
+    else:
+        X_all, y_all, _ = data.stacked()
+        groups = [(X_all, y_all)]
+    x_mean, x_scale, y_mean = [], [], []
+    for X, y in groups:
+        mean, std = X.mean(axis=0), X.std(axis=0)
+        exact = np.all(X == X[0], axis=0)
+        mean[exact] = X[0, exact]          # the exact mean: such a column centres to exactly 0
+        std[constant_columns(X)] = 1.0     # left unscaled, as StandardScaler does
+        x_mean.append(mean if center else np.zeros_like(mean))
+        x_scale.append(std if scale else np.ones_like(std))
+        y_mean.append(y.mean() if center else 0.0)
+    repeat = 1 if how == "task" else data.n_tasks
+    scaler = Scaler(
+        how=how,
+        task_names=tuple(data.task_names),
+        feature_names=tuple(data.feature_names),
+        x_mean=np.repeat(np.array(x_mean), repeat, axis=0),
+        x_scale=np.repeat(np.array(x_scale), repeat, axis=0),
+        y_mean=np.repeat(np.array(y_mean), repeat),
+    )
+    return scaler.transform(data), scaler
+
+
+@dataclass(frozen=True, eq=False)
+class Scaler:
+    """The affine map applied by :meth:`MultiTaskData.standardize`, and its inverse.
+
+    For task k: ``X' = (X - x_mean[k]) / x_scale[k]`` and ``y' = y - y_mean[k]``.
+    With ``how="pooled"`` all rows of the arrays are equal. Tasks are matched
+    by name, so the scaler fitted on a training split also applies to its
+    test split.
+
+    Attributes
+    ----------
+    how : {"task", "pooled"}
+    task_names, feature_names : tuple of str
+        The tasks (row order of the arrays) and features it was fitted on.
+    x_mean : ndarray of shape (K, p)
+        Zero where ``center=False``.
+    x_scale : ndarray of shape (K, p)
+        Population standard deviations; one where ``scale=False``.
+    y_mean : ndarray of shape (K,)
+        Zero where ``center=False``.
+    """
+
+    how: str
+    task_names: tuple[str, ...]
+    feature_names: tuple[str, ...]
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    y_mean: np.ndarray
+
+    def __post_init__(self):
+        for field in ("x_mean", "x_scale", "y_mean"):
+            value = np.array(getattr(self, field), dtype=float)
+            value.flags.writeable = False
+            object.__setattr__(self, field, value)
+
+    def _rows(self, data: MultiTaskData) -> list[int]:
+        """Row of the scaler's arrays for each task of ``data``, checking names."""
+        if data.feature_names != list(self.feature_names):
+            raise InvalidDataError(
+                f"the data has features {data.feature_names} but the scaler was fitted on "
+                f"{list(self.feature_names)}; transform data with the same features."
+            )
+        unknown = [t for t in data.task_names if t not in self.task_names]
+        if unknown:
+            raise InvalidDataError(
+                f"task(s) {unknown} were not seen when the scaler was fitted; "
+                f"known tasks: {list(self.task_names)}."
+            )
+        return [self.task_names.index(t) for t in data.task_names]
+
+    def _apply(self, data: MultiTaskData, inverse: bool) -> MultiTaskData:
+        """Apply the map (or its inverse) task by task."""
+        Xs, ys = [], []
+        for k, X, y in zip(self._rows(data), data.Xs, data.ys):
+            if inverse:
+                Xs.append(X * self.x_scale[k] + self.x_mean[k])
+                ys.append(y + self.y_mean[k])
+            else:
+                Xs.append((X - self.x_mean[k]) / self.x_scale[k])
+                ys.append(y - self.y_mean[k])
+        return type(data)(Xs, ys, data.task_names, data.feature_names)
+
+    def transform(self, data: MultiTaskData) -> MultiTaskData:
+        """Standardize ``data`` (whose tasks must be among the fitted ones)."""
+        return self._apply(data, inverse=False)
+
+    def inverse_transform(self, data: MultiTaskData) -> MultiTaskData:
+        """Map standardized data back to the original scale."""
+        return self._apply(data, inverse=True)
+
+    def coef_to_original(self, coef_std, intercept_std) -> tuple[np.ndarray, np.ndarray]:
+        """Map coefficients fitted on standardized data back to the original scale.
+
+        A fit ``y' = b' + X' c'`` on the standardized scale equals
+        ``y = b + X c`` with::
+
+            c_kj = c'_kj / x_scale_kj
+            b_k  = y_mean_k + b'_k - sum_j c_kj * x_mean_kj
+
+        Parameters
+        ----------
+        coef_std : array-like of shape (K, p)
+        intercept_std : array-like of shape (K,)
+            Rows in the scaler's task order.
+
+        Returns
+        -------
+        coef : ndarray of shape (K, p)
+        intercept : ndarray of shape (K,)
+        """
+        coef_std = np.asarray(coef_std, dtype=float)
+        intercept_std = np.asarray(intercept_std, dtype=float)
+        if coef_std.shape != self.x_mean.shape or intercept_std.shape != self.y_mean.shape:
+            raise InvalidParameterError(
+                f"expected coef_std of shape {self.x_mean.shape} and intercept_std of shape "
+                f"{self.y_mean.shape} (tasks x features); got {coef_std.shape} and "
+                f"{intercept_std.shape}."
+            )
+        coef = coef_std / self.x_scale
+        return coef, self.y_mean + intercept_std - np.sum(coef * self.x_mean, axis=1)
