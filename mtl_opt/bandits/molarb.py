@@ -15,7 +15,7 @@ import numpy as np
 
 from ..data import MultiTaskData
 from ..estimators._ols import per_task_ols
-from ..estimators.base import Interval, OneOf
+from ..params import Interval, OneOf
 from ..estimators.molar import molar_coefs, noise_levels
 from ..estimators.molar_baselines import pooled_median
 from ..formulations.molar import shrink, thresholds
@@ -50,8 +50,8 @@ class MOLARB(BatchedGreedy):
     name = "molarb"
     least_squares = True
 
-    constraints = {
-        **BatchedGreedy.constraints,
+    param_constraints = {
+        **BatchedGreedy.param_constraints,
         "c_gamma": [Interval(0.0, None)],
         "threshold": [OneOf(("hard", "soft"))],
         "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],
