@@ -15,6 +15,7 @@ import functools
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -138,9 +139,17 @@ def validate(owner: str, params: Mapping, constraints: Mapping) -> None:
 
 
 def validate_attributes(obj) -> None:
-    """``validate`` the attributes of ``obj`` that its class's ``param_constraints`` declares."""
-    constraints = type(obj).param_constraints
-    validate(type(obj).__name__, {name: getattr(obj, name) for name in constraints}, constraints)
+    """``validate`` the attributes of ``obj`` that its class's ``param_constraints`` declares.
+
+    A class may also declare ``deprecated_params`` (name -> what to do instead): such a
+    parameter, given a value other than its default None, draws a DeprecationWarning.
+    """
+    cls = type(obj)
+    validate(cls.__name__, {name: getattr(obj, name) for name in cls.param_constraints}, cls.param_constraints)
+    for name, instead in getattr(cls, "deprecated_params", {}).items():
+        if getattr(obj, name) is not None:
+            warnings.warn(f"The {name!r} parameter of {cls.__name__} is deprecated and will be removed "
+                          f"in the next release: {instead}", DeprecationWarning, stacklevel=3)
 
 
 def validate_params(constraints: dict):

@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
-from ..params import Interval, validate_params
+from ..params import BOOLEAN, Interval, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .base import Environment, Policy
@@ -78,7 +78,7 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial:
 
 
 @validate_params({"horizon": [Interval(1, None, integer=True)], "trials": [Interval(1, None, integer=True)],
-                  "seed": [Interval(0, None, integer=True)]})
+                  "seed": [Interval(0, None, integer=True)], "progress": [BOOLEAN]})
 def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, seed: int = 0, *,
                trials: int = 1, progress: bool = True) -> BanditResult:
     """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``."""

@@ -14,7 +14,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
-from ..params import Interval, validate_params
+from ..params import BOOLEAN, Interval, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .algorithms import Method
@@ -84,7 +84,8 @@ def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) ->
 @validate_params({"horizon": [Interval(1, None, integer=True)], "runs": [Interval(1, None, integer=True)],
                   "seed": [Interval(0, None, integer=True)],
                   "alpha": [Interval(0, None, open_low=True, note="the constant step size")],
-                  "n_jobs": [Interval(None, -1, integer=True, note="-1: all cores"), Interval(1, None, integer=True)]})
+                  "n_jobs": [Interval(None, -1, integer=True, note="-1: all cores"), Interval(1, None, integer=True)],
+                  "progress": [BOOLEAN]})
 def run_methods(system: LinearSystem, methods: dict[str, Method], *, horizon: int, alpha: float,
                 runs: int = 10, seed: int = 0, n_jobs: int = 1, progress: bool = True) -> CollabResult:
     """Run every method ``runs`` times for ``horizon`` steps with constant step ``alpha``."""

@@ -27,7 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import InvalidDataError
-from ..params import NONE, Interval, validate_params
+from ..params import NONE, Interval, SequenceOf, validate_params
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,7 @@ SIZE = [Interval(1, None, integer=True)]
 LEVEL = [Interval(0, 1)]
 SCALE = [Interval(0, None)]
 SEED = [NONE, Interval(0, None, integer=True)]
+DIGITS = SequenceOf(Interval(0, 9, integer=True))
 
 
 class GaussianSystem(LinearSystem):
@@ -268,7 +269,8 @@ def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delt
 
 
 @validate_params({"n_agents": SIZE, "delta_obj": LEVEL,
-                  "dim": [Interval(2, 65, integer=True, note="intercept + up to 64 PCA components")]})
+                  "dim": [Interval(2, 65, integer=True, note="intercept + up to 64 PCA components")],
+                  "set_a": [DIGITS], "set_b": [DIGITS]})
 def digits_system(n_agents=10, dim=10, *, delta_obj=0.0, set_a=(0, 1, 2, 3, 4),
                   set_b=(0, 6, 8, 9)) -> FiniteStateSystem:
     """Least squares on scikit-learn's digits with mixed labels (the paper's FEMNIST task).
