@@ -123,6 +123,11 @@ class StrKeyed:
 
 BOOLEAN = InstanceOf((bool,), "a bool")
 NONE = OneOf((None,))
+#: The most common constraint lists.
+POSITIVE = [Interval(0, None, open_low=True)]
+NONNEGATIVE = [Interval(0, None)]
+POSITIVE_INT = [Interval(1, None, integer=True)]
+NONNEGATIVE_INT = [Interval(0, None, integer=True)]
 
 
 def validate(owner: str, params: Mapping, constraints: Mapping) -> None:

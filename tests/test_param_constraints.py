@@ -106,9 +106,9 @@ CASES = [(key, name) for key, owner in sorted(OWNERS.items()) for name in owner.
 def test_discovery_reaches_every_kind_of_owner():
     for key in ("SparseMTL", "ARMUL", "MOLAR", "SolveOptions", "MOLARB", "RMBandit", "MetaBan", "ModelC",
                 "SyntheticGroups", "PFedMe", "IFCA", "gaussian_system", "digits_system", "run_methods",
-                "run_bandit"):
+                "run_bandit", "sparse_heterogeneity", "smtl_simulation", "armul_simulation", "multisite"):
         assert OWNERS[key].param_constraints, key
-    assert len(CASES) > 150
+    assert len(CASES) > 200
 
 
 #: Arguments that are the objects a run works on, not settings: their types are the caller's contract.

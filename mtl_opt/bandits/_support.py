@@ -1,8 +1,7 @@
 """Pieces shared by the bandit policies and environments (Meta-Ban family, MOLARB frame).
 
-The constraint lists are the common ones of the policies' ``param_constraints``
-(checked by ``mtl_opt.params``), ``ucb_argmax`` is the one UCB decision rule,
-and ``History`` keeps each user's pulled arms and rewards.
+``ucb_argmax`` is the one UCB decision rule, and ``History`` keeps each user's
+pulled arms and rewards.
 """
 
 from __future__ import annotations
@@ -10,11 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DivergenceError
-from ..params import Interval
-
-POSITIVE = [Interval(0, None, open_low=True)]
-NONNEGATIVE = [Interval(0, None)]
-POSITIVE_INT = [Interval(1, None, integer=True)]
 
 
 def ucb_argmax(mean: np.ndarray, bonus: np.ndarray, alpha: float) -> int:

@@ -20,8 +20,8 @@ import math
 import networkx as nx
 import numpy as np
 
-from ..params import validate_attributes
-from ._support import NONNEGATIVE, POSITIVE, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, validate_attributes
+from ._support import ucb_argmax
 from .base import Policy
 from .linucb import Ridge
 

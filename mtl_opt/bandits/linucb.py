@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..params import validate_attributes
-from ._support import NONNEGATIVE, POSITIVE, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, validate_attributes
+from ._support import ucb_argmax
 from .base import Policy
 
 

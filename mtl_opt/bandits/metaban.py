@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from ..params import Interval, validate_attributes
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT, History, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, Interval, validate_attributes
+from ._support import History, ucb_argmax
 from .base import Policy
 from .mlp import MLP
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..params import validate_attributes
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT, History, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, validate_attributes
+from ._support import History, ucb_argmax
 from .base import Policy
 from .mlp import MLP
 

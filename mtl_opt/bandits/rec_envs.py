@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..params import Interval, validate_attributes
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, Interval, validate_attributes
 from .base import Environment, Round
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
-from ..params import BOOLEAN, Interval, validate_params
+from ..params import BOOLEAN, NONNEGATIVE_INT, POSITIVE_INT, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .base import Environment, Policy
@@ -77,8 +77,7 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial:
     return regret, user_regret, time.perf_counter() - start
 
 
-@validate_params({"horizon": [Interval(1, None, integer=True)], "trials": [Interval(1, None, integer=True)],
-                  "seed": [Interval(0, None, integer=True)], "progress": [BOOLEAN]})
+@validate_params({"horizon": POSITIVE_INT, "trials": POSITIVE_INT, "seed": NONNEGATIVE_INT, "progress": [BOOLEAN]})
 def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, seed: int = 0, *,
                trials: int = 1, progress: bool = True) -> BanditResult:
     """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``."""

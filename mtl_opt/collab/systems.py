@@ -27,7 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import InvalidDataError
-from ..params import NONE, Interval, SequenceOf, validate_params
+from ..params import NONE, NONNEGATIVE, NONNEGATIVE_INT, POSITIVE_INT, Interval, SequenceOf, validate_params
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,8 @@ def _well_conditioned_pd(rng: np.random.Generator, d: int) -> np.ndarray:
     return (q * rng.uniform(1.0, 2.0, size=d)) @ q.T
 
 
-SIZE = [Interval(1, None, integer=True)]
 LEVEL = [Interval(0, 1)]
-SCALE = [Interval(0, None)]
-SEED = [NONE, Interval(0, None, integer=True)]
+SEED = [NONE, *NONNEGATIVE_INT]
 DIGITS = SequenceOf(Interval(0, 9, integer=True))
 
 
@@ -179,8 +177,8 @@ class GaussianSystem(LinearSystem):
         return np.exp(logp - logsumexp(logp, axis=-2, keepdims=True) + np.log(self.n_agents))
 
 
-@validate_params({"n_agents": SIZE, "dim": SIZE, "delta_env": LEVEL, "delta_obj": LEVEL,
-                  "eps_A": SCALE, "eps_b": SCALE, "seed": SEED})
+@validate_params({"n_agents": POSITIVE_INT, "dim": POSITIVE_INT, "delta_env": LEVEL,
+                  "delta_obj": LEVEL, "eps_A": NONNEGATIVE, "eps_b": NONNEGATIVE, "seed": SEED})
 def gaussian_system(n_agents=20, dim=5, *, delta_env=0.0, delta_obj=0.0, eps_A=1.0, eps_b=0.5,
                     seed=None) -> GaussianSystem:
     """The paper's instance: m_i = 4 delta_env v_i, theta^i = theta_base + delta_obj u_i.
@@ -248,8 +246,9 @@ def ratio_from_distributions(mu: np.ndarray, states: np.ndarray) -> np.ndarray:
     return at / at.mean(axis=-2, keepdims=True)
 
 
-@validate_params({"n_agents": SIZE, "dim": SIZE, "n_states": SIZE, "delta_env": LEVEL,
-                  "delta_obj": LEVEL, "eps_A": SCALE, "eps_b": SCALE, "seed": SEED})
+@validate_params({"n_agents": POSITIVE_INT, "dim": POSITIVE_INT, "n_states": POSITIVE_INT,
+                  "delta_env": LEVEL, "delta_obj": LEVEL, "eps_A": NONNEGATIVE, "eps_b": NONNEGATIVE,
+                  "seed": SEED})
 def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delta_obj=0.0,
                          eps_A=1.0, eps_b=0.5, seed=None) -> FiniteStateSystem:
     """A finite analogue of the Gaussian system.
@@ -268,7 +267,7 @@ def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delt
                              _multiplicative(vectors, eps_b, Phi_base), theta, mu)
 
 
-@validate_params({"n_agents": SIZE, "delta_obj": LEVEL,
+@validate_params({"n_agents": POSITIVE_INT, "delta_obj": LEVEL,
                   "dim": [Interval(2, 65, integer=True, note="intercept + up to 64 PCA components")],
                   "set_a": [DIGITS], "set_b": [DIGITS]})
 def digits_system(n_agents=10, dim=10, *, delta_obj=0.0, set_a=(0, 1, 2, 3, 4),
