@@ -53,10 +53,8 @@ OWNERS = owners()
 
 def declared_names(owner) -> list[str]:
     """The owner's named parameters (its signature; ``**params`` declares none)."""
-    signature = inspect.signature(owner.__init__ if inspect.isclass(owner) and owner is not SolveOptions
-                                  else owner)
-    return [name for name, p in signature.parameters.items()
-            if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [name for name, p in inspect.signature(owner).parameters.items()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def invalid_values(allowed: list) -> list:
