@@ -44,10 +44,6 @@ NON_FINITE = [math.nan, math.inf, -math.inf]
 DATA = sparse_heterogeneity(d=12, M=3, n=40, s=1, seed=0).data
 
 
-def _constraints(cls) -> dict:
-    return getattr(cls, "param_constraints", None) or getattr(cls, "constraints", {})
-
-
 def owners():
     """(name, constraint table, signature, make(**params)) of every estimator, environment, policy,
     collab method and collab system; ``make`` builds (an estimator: also fits) the owner."""
@@ -56,7 +52,7 @@ def owners():
     for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
         for key in table:
             cls = resolve(table, kind, key)
-            yield key, _constraints(cls), cls, lambda t=table, k=kind, key=key, **p: build(t, k, key, p)
+            yield key, cls.param_constraints, cls, lambda t=table, k=kind, key=key, **p: build(t, k, key, p)
     for key, cls in METHODS.items():
         yield key, cls.param_constraints, cls.__init__, lambda key=key, **p: make_method(key, **p)
     for key, factory in SYSTEMS.items():
