@@ -14,6 +14,11 @@ from scipy.signal import lfilter
 
 from .data import MultiTaskData
 from .errors import InvalidParameterError
+from .params import (NONE, NONNEGATIVE, NONNEGATIVE_INT, POSITIVE_INT, InstanceOf, Interval, OneOf, SequenceOf,
+                     validate_params)
+
+SEED = [NONE, *NONNEGATIVE_INT, InstanceOf((np.random.Generator,), "a numpy Generator")]
+UNIT = [Interval(0, 1)]
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,8 @@ class SyntheticProblem:
     global_coef: np.ndarray   # (p,) the shared parameter the tasks deviate from
 
 
+@validate_params({"d": POSITIVE_INT, "M": POSITIVE_INT, "n": [*POSITIVE_INT, SequenceOf(POSITIVE_INT[0])],
+                  "s": NONNEGATIVE_INT, "sigma": [*NONNEGATIVE, SequenceOf(NONNEGATIVE[0])], "seed": SEED})
 def sparse_heterogeneity(d: int, M: int, n, s: int, *, sigma=0.1,
                          seed: int | np.random.Generator | None = None) -> SyntheticProblem:
     """MOLAR's Section 4.1 setup: tasks that differ from a global parameter in s coordinates.
@@ -49,12 +56,10 @@ def sparse_heterogeneity(d: int, M: int, n, s: int, *, sigma=0.1,
         Noise standard deviation (one for all tasks, or one per task).
     seed : int, Generator or None
     """
-    if d < 1 or M < 1 or not 0 <= s <= d:
-        raise InvalidParameterError(f"need d >= 1, M >= 1 and 0 <= s <= d; got d={d}, M={M}, s={s}.")
+    if s > d:
+        raise InvalidParameterError(f"need 0 <= s <= d; got d={d}, s={s}.")
     n_samples = np.broadcast_to(np.asarray(n, dtype=int), (M,))
     sigmas = np.broadcast_to(np.asarray(sigma, dtype=float), (M,))
-    if np.any(n_samples < 1) or np.any(sigmas < 0):
-        raise InvalidParameterError("need n >= 1 and sigma >= 0 for every task.")
     rng = np.random.default_rng(seed)
     coef, global_coef = sparse_deviation_coefs(d, M, s, rng)
     Xs, ys = [], []
@@ -83,6 +88,10 @@ def sparse_deviation_coefs(d: int, M: int, s: int,
     return coef, global_coef
 
 
+@validate_params({"p": POSITIVE_INT, "K": POSITIVE_INT, "n": POSITIVE_INT, "s_true": POSITIVE_INT,
+                  "q": POSITIVE_INT, "rho": [Interval(0, 1, open_high=True)],
+                  "tau": [Interval(0, None, open_low=True, note="noise variance scale")],
+                  "sigma_beta": NONNEGATIVE, "seed": SEED})
 def smtl_simulation(p: int = 250, K: int = 4, n: int = 50, s_true: int = 10, q: int = 10, *,
                     rho: float = 0.5, tau: float = 1.0, sigma_beta: float = 0.05,
                     seed: int | np.random.Generator | None = None) -> SyntheticProblem:
@@ -129,7 +138,8 @@ def smtl_simulation(p: int = 250, K: int = 4, n: int = 50, s_true: int = 10, q: 
         ``coef`` (K, p) the task coefficients; ``global_coef`` (p,) the mu
         vector (nonzero exactly at the q candidates).
     """
-    _check_smtl_args(p, K, n, s_true, q, rho, tau, sigma_beta)
+    if not s_true <= q <= p:
+        raise InvalidParameterError(f"need 1 <= s_true <= q <= p; got s_true={s_true}, q={q}, p={p}.")
     rng = np.random.default_rng(seed)
     candidates = rng.choice(p, size=q, replace=False)
     mu = np.zeros(p)
@@ -142,25 +152,6 @@ def smtl_simulation(p: int = 250, K: int = 4, n: int = 50, s_true: int = 10, q: 
     Xs = [_ar1_design(2 * n, p, rho, rng) for _ in range(K)]
     ys = [X @ b + np.sqrt(v) * rng.normal(size=2 * n) for X, b, v in zip(Xs, coef, noise_var)]
     return SyntheticProblem(data=MultiTaskData(Xs, ys), coef=coef, global_coef=mu)
-
-
-def _check_smtl_args(p, K, n, s_true, q, rho, tau, sigma_beta) -> None:
-    """Raise InvalidParameterError naming the first bad argument of smtl_simulation."""
-    sizes = {"p": p, "K": K, "n": n, "s_true": s_true, "q": q}
-    not_int = [name for name, v in sizes.items()
-               if isinstance(v, bool) or not isinstance(v, (int, np.integer))]
-    if not_int:
-        raise InvalidParameterError(f"{', '.join(not_int)} must be int(s); got {sizes}.")
-    checks = [
-        (p >= 1 and K >= 1 and n >= 1, f"p, K and n must be >= 1; got p={p}, K={K}, n={n}"),
-        (1 <= s_true <= q <= p, f"need 1 <= s_true <= q <= p; got s_true={s_true}, q={q}, p={p}"),
-        (0 <= rho < 1, f"rho must be in [0, 1); got {rho}"),
-        (tau > 0, f"tau (noise variance scale) must be > 0; got {tau}"),
-        (sigma_beta >= 0, f"sigma_beta must be >= 0; got {sigma_beta}"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise InvalidParameterError(message + ".")
 
 
 def _ar1_design(n: int, p: int, rho: float, rng: np.random.Generator) -> np.ndarray:
@@ -178,6 +169,9 @@ class ArmulSimulation(SyntheticProblem):
     inliers: np.ndarray = None   # (m,) bool
 
 
+@validate_params({"structure": [OneOf(("vanilla", "clustered", "lowrank"))], "m": POSITIVE_INT,
+                  "n": POSITIVE_INT, "d": [Interval(3, None, integer=True)], "delta": NONNEGATIVE,
+                  "epsilon": UNIT, "sigma": NONNEGATIVE, "seed": SEED})
 def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d: int = 50,
                      delta: float = 0.0, epsilon: float = 0.0, sigma: float = 1.0,
                      seed: int | np.random.Generator | None = None) -> ArmulSimulation:
@@ -192,13 +186,6 @@ def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d
     radius 2 (the outliers, outside ``inliers``).  y = X theta_j + N(0, sigma^2).
     ``global_coef`` is 2 e_1 for vanilla and zero otherwise.
     """
-    if structure not in ("vanilla", "clustered", "lowrank"):
-        raise InvalidParameterError(
-            f"structure must be 'vanilla', 'clustered' or 'lowrank'; got {structure!r}.")
-    if m < 1 or n < 1 or d < 3 or delta < 0 or not 0 <= epsilon <= 1 or sigma < 0:
-        raise InvalidParameterError(
-            f"need m, n >= 1, d >= 3, delta >= 0, 0 <= epsilon <= 1, sigma >= 0; got m={m}, n={n}, "
-            f"d={d}, delta={delta}, epsilon={epsilon}, sigma={sigma}.")
     rng = np.random.default_rng(seed)
 
     def sphere(count, radius):
@@ -224,6 +211,8 @@ def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d
     return ArmulSimulation(data=data, coef=coef, global_coef=global_coef, inliers=inliers)
 
 
+@validate_params({"n_tasks": POSITIVE_INT, "n_features": POSITIVE_INT, "n": POSITIVE_INT,
+                  "constant_share": UNIT, "small_tasks": NONNEGATIVE_INT, "sigma": NONNEGATIVE, "seed": SEED})
 def multisite(n_tasks: int = 10, n_features: int = 5, *, n=40, constant_share=0.3,
               small_tasks: int = 2, sigma=0.5,
               seed: int | np.random.Generator | None = None) -> SyntheticProblem:
@@ -235,9 +224,7 @@ def multisite(n_tasks: int = 10, n_features: int = 5, *, n=40, constant_share=0.
     ``small_tasks`` tasks have ``n_features`` rows (so n_k <= p + 1 with an intercept).
     Features have different scales (sd 1, 10, 100, ...) and the sites different levels.
     """
-    if not 0.0 <= constant_share <= 1.0:
-        raise InvalidParameterError(f"constant_share must be in [0, 1]; got {constant_share!r}.")
-    if not 0 <= small_tasks <= n_tasks:
+    if small_tasks > n_tasks:
         raise InvalidParameterError(f"small_tasks must be in [0, n_tasks]; got {small_tasks!r}.")
     rng = np.random.default_rng(seed)
     p = n_features

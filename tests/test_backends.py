@@ -407,7 +407,7 @@ def test_maximization_is_refused():
     ("seed", -1), ("seed", 2**31), ("seed", True), ("verbose", "yes"), ("solver_options", [1]),
 ])
 def test_solve_options_errors_name_the_field(field, bad):
-    with pytest.raises(InvalidParameterError, match=f"'{field}' must be .*; got"):
+    with pytest.raises(InvalidParameterError, match=f"'{field}' parameter of SolveOptions must be .*; got"):
         SolveOptions(**{field: bad})
 
 

@@ -44,10 +44,6 @@ NON_FINITE = [math.nan, math.inf, -math.inf]
 DATA = sparse_heterogeneity(d=12, M=3, n=40, s=1, seed=0).data
 
 
-def _constraints(cls) -> dict:
-    return getattr(cls, "param_constraints", None) or getattr(cls, "constraints", {})
-
-
 def owners():
     """(name, constraint table, signature, make(**params)) of every estimator, environment, policy,
     collab method and collab system; ``make`` builds (an estimator: also fits) the owner."""
@@ -56,7 +52,7 @@ def owners():
     for table, kind in ((ENVIRONMENTS, "environment"), (POLICIES, "policy")):
         for key in table:
             cls = resolve(table, kind, key)
-            yield key, _constraints(cls), cls, lambda t=table, k=kind, key=key, **p: build(t, k, key, p)
+            yield key, cls.param_constraints, cls, lambda t=table, k=kind, key=key, **p: build(t, k, key, p)
     for key, cls in METHODS.items():
         yield key, cls.param_constraints, cls.__init__, lambda key=key, **p: make_method(key, **p)
     for key, factory in SYSTEMS.items():
@@ -165,7 +161,8 @@ def test_interval_accepts_inf_only_where_it_is_an_explicit_end():
 def test_threads_beyond_the_cpu_count_are_refused():
     cores = os.cpu_count()
     assert SolveOptions(threads=cores).threads == cores
-    with pytest.raises(InvalidParameterError, match=rf"'threads' must be an int in \[1, {cores}\]"):
+    with pytest.raises(InvalidParameterError,
+                       match=rf"'threads' parameter of SolveOptions must be an int in the range \[1, {cores}\]"):
         SolveOptions(threads=cores + 1)
 
 
@@ -279,7 +276,8 @@ def assert_one_line_error(run, *phrases):
     ("molar_demo", "c_gamma = 1.0", "c_gamma = nan", "The 'c_gamma' parameter of MOLAR"),
     ("armul_demo", "c = 1.0 ", "c = inf ", "The 'c' parameter of ARMUL"),
     ("armul_demo", "c = 1.0 ", "c = nan ", "The 'c' parameter of ARMUL"),
-    ("molar_demo", "rel_gap = 1e-6", "rel_gap = 1e-6\nthreads = 100000", "'threads' must be an int in [1, "),
+    ("molar_demo", "rel_gap = 1e-6", "rel_gap = 1e-6\nthreads = 100000",
+     "'threads' parameter of SolveOptions must be an int in the range [1, "),
 ])
 def test_solve_refuses_non_finite_and_impossible_values(tmp_path, name, old, new, phrase):
     run = mtl_opt("solve", _copy_instance(tmp_path, name, old, new), "--out", tmp_path / "r.json", cwd=tmp_path)

@@ -183,7 +183,7 @@ def test_step_sizes_and_parameter_errors():
     with pytest.raises(InvalidParameterError, match="unknown method"):
         make_method("scaffold")
     system = gaussian_system(3, 2)
-    with pytest.raises(InvalidParameterError, match="alpha must be finite and > 0"):
+    with pytest.raises(InvalidParameterError, match=r"'alpha' parameter of run_methods must be a float in the range \(0, inf\)"):
         run_methods(system, {"affpcl": AffPCL()}, horizon=5, alpha=-0.01, progress=False)
     with pytest.raises(InvalidParameterError, match="horizon"):
         run_methods(system, {"affpcl": AffPCL()}, horizon=0, alpha=0.01, progress=False)

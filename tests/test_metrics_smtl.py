@@ -111,13 +111,13 @@ def test_same_seed_same_problem_different_seed_different_problem():
 @pytest.mark.parametrize("kwargs, match", [
     ({"q": 5, "s_true": 6}, "s_true <= q"),
     ({"q": 300}, "q <= p"),
-    ({"s_true": 0}, "1 <= s_true"),
+    ({"s_true": 0}, "'s_true' parameter of smtl_simulation must be an int in the range \\[1, inf\\)"),
     ({"rho": 1.0}, "rho"),
     ({"rho": -0.1}, "rho"),
     ({"tau": 0.0}, "tau"),
     ({"sigma_beta": -1.0}, "sigma_beta"),
-    ({"n": 0}, "n must be"),
-    ({"p": 25.0}, "p must be int"),
+    ({"n": 0}, "'n' parameter of smtl_simulation must be"),
+    ({"p": 25.0}, "'p' parameter of smtl_simulation must be an int"),
 ])
 def test_smtl_simulation_rejects_bad_arguments(kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):

@@ -1,30 +1,14 @@
 """Pieces shared by the bandit policies and environments (Meta-Ban family, MOLARB frame).
 
-``check_params`` validates hyperparameters against the estimators' constraint
-objects (so errors read the same everywhere), ``ucb_argmax`` is the one UCB
-decision rule, and ``History`` keeps each user's pulled arms and rewards.
+``ucb_argmax`` is the one UCB decision rule, and ``History`` keeps each user's
+pulled arms and rewards.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import DivergenceError, InvalidParameterError
-from ..estimators.base import Interval
-
-POSITIVE = [Interval(0, None, open_low=True)]
-NONNEGATIVE = [Interval(0, None)]
-POSITIVE_INT = [Interval(1, None, integer=True)]
-
-
-def check_params(obj, constraints: dict) -> None:
-    """Raise InvalidParameterError naming the first attribute of ``obj`` that breaks ``constraints``."""
-    for name, allowed in constraints.items():
-        value = getattr(obj, name)
-        if not any(c.accepts(value) for c in allowed):
-            raise InvalidParameterError(
-                f"The {name!r} parameter of {type(obj).__name__} must be "
-                f"{' or '.join(map(str, allowed))}; got {value!r}.")
+from ..errors import DivergenceError
 
 
 def ucb_argmax(mean: np.ndarray, bonus: np.ndarray, alpha: float) -> int:

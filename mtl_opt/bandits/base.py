@@ -28,6 +28,9 @@ class Round:
 class Environment(ABC):
     """A stochastic bandit: draws rounds, pays noisy rewards, knows the expected ones."""
 
+    #: name -> accepted constraints (``mtl_opt.params``), checked in ``__init__``
+    param_constraints: dict = {}
+
     #: users (instances) that can be served, arms per round, feature dimension
     n_users: int
     n_arms: int
@@ -57,6 +60,9 @@ class Environment(ABC):
 
 class Policy(ABC):
     """Chooses one arm per served user and learns from the rewards."""
+
+    #: name -> accepted constraints (``mtl_opt.params``), checked in ``__init__``
+    param_constraints: dict = {}
 
     #: short name used in tables, plots and experiment files
     name: str = "policy"

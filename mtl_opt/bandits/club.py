@@ -20,7 +20,8 @@ import math
 import networkx as nx
 import numpy as np
 
-from ._support import NONNEGATIVE, POSITIVE, check_params, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, validate_attributes
+from ._support import ucb_argmax
 from .base import Policy
 from .linucb import Ridge
 
@@ -45,7 +46,7 @@ class CLUB(Policy):
 
     def __init__(self, *, alpha=0.1, alpha2=1.0, lam=1.0):
         self.alpha, self.alpha2, self.lam = alpha, alpha2, lam
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
 
     def reset(self, env, horizon, rng):
         self.ridge = Ridge(env.n_users, env.dim, self.lam)

@@ -24,9 +24,8 @@ from abc import abstractmethod
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ..estimators.base import Interval, OneOf, SequenceOf
+from ..params import Interval, OneOf, SequenceOf, validate_attributes
 from ..synthetic import sparse_deviation_coefs
-from ._support import check_params
 from .base import Environment, Round
 
 
@@ -36,7 +35,7 @@ class _MultitaskLinear(Environment):
     #: whether policies should keep one parameter per (instance, arm) (Model-P)
     per_arm: bool = False
 
-    constraints = {
+    param_constraints = {
         "d": [Interval(1, None, integer=True)],
         "s": [Interval(0, None, integer=True)],
         "M": [Interval(1, None, integer=True)],
@@ -47,7 +46,7 @@ class _MultitaskLinear(Environment):
 
     def __init__(self, *, d=30, s=2, M=20, K=3, sigma=0.5, activation=None):
         self.d, self.s, self.M, self.K, self.sigma, self.activation = d, s, M, K, sigma, activation
-        check_params(self, self.constraints)
+        validate_attributes(self)
         if s > d:
             raise InvalidParameterError(f"{type(self).__name__}: s (heterogeneous coordinates) must be "
                                         f"<= d = {d}; got s = {s}.")

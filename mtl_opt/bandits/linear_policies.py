@@ -33,10 +33,9 @@ from abc import abstractmethod
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ..estimators.base import BOOLEAN, Interval, OneOf
+from ..params import BOOLEAN, Interval, OneOf, validate_attributes
 from ..solvers.lasso_debias import lasso_coefs, rm_coefs
 from ..formulations.least_squares import ols
-from ._support import check_params
 from .base import Environment, Policy, Round
 
 
@@ -85,7 +84,7 @@ class BatchedGreedy(Policy):
     #: the estimator fits least squares per unit, so it needs more than d observations
     least_squares: bool = False
 
-    constraints = {
+    param_constraints = {
         "h0": [Interval(1, None, integer=True)],
         "min_samples": [OneOf((None,)), Interval(1, None, integer=True)],
         "keep_history": [BOOLEAN],
@@ -93,7 +92,7 @@ class BatchedGreedy(Policy):
 
     def __init__(self, *, h0=1, min_samples=None, keep_history=False):
         self.h0, self.min_samples, self.keep_history = h0, min_samples, keep_history
-        check_params(self, self.constraints)   # a subclass's own parameters are set before this call
+        validate_attributes(self)   # a subclass's own parameters are set before this call
 
     def reset(self, env: Environment, horizon: int, rng: np.random.Generator) -> None:
         if self.least_squares and self.min_samples is not None and self.min_samples <= env.dim:
@@ -193,7 +192,7 @@ class LassoBandit(EstimatorGreedy):
     """
 
     name = "lasso"
-    constraints = {**BatchedGreedy.constraints, "c_lambda": [Interval(0.0, None, open_low=True)]}
+    param_constraints = {**BatchedGreedy.param_constraints, "c_lambda": [Interval(0.0, None, open_low=True)]}
 
     def __init__(self, *, c_lambda=0.025, h0=1, min_samples=None, keep_history=False):
         self.c_lambda = c_lambda
@@ -213,10 +212,10 @@ class RMBandit(EstimatorGreedy):
 
     name = "rm"
     least_squares = True
-    constraints = {**BatchedGreedy.constraints,
-                   "c_lambda": [Interval(0.0, None, open_low=True)],
-                   "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
-                   "eta": [Interval(0.0, 0.5, open_high=True)]}
+    param_constraints = {**BatchedGreedy.param_constraints,
+                         "c_lambda": [Interval(0.0, None, open_low=True)],
+                         "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
+                         "eta": [Interval(0.0, 0.5, open_high=True)]}
 
     def __init__(self, *, c_lambda=0.175, zeta=0.1, eta=0.1, h0=1, min_samples=None, keep_history=False):
         self.c_lambda, self.zeta, self.eta = c_lambda, zeta, eta

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ._support import NONNEGATIVE, POSITIVE, check_params, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, validate_attributes
+from ._support import ucb_argmax
 from .base import Policy
 
 
@@ -59,7 +60,7 @@ class LinUCBOne(Policy):
 
     def __init__(self, *, alpha=0.1, lam=1.0):
         self.alpha, self.lam = alpha, lam
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
 
     def _model(self, user: int) -> int:
         return 0

@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from ..estimators.base import Interval
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT, History, check_params, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, Interval, validate_attributes
+from ._support import History, ucb_argmax
 from .base import Policy
 from .mlp import MLP
 
@@ -76,7 +76,7 @@ class MetaBan(Policy):
         self.alpha, self.nu, self.gamma, self.lam, self.width = alpha, nu, gamma, lam, width
         self.user_lr, self.meta_lr, self.user_steps = user_lr, meta_lr, user_steps
         self.batch, self.window = batch, window
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
 
     def reset(self, env, horizon, rng):
         self.rng, self.net = rng, MLP(env.dim, self.width)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..estimators.base import Interval, OneOf
+from ..params import Interval, OneOf
 from ..formulations.molar import shrink, thresholds
 from ..solvers.lasso_debias import pooled_median
 from ..solvers.least_squares import per_task_ols
@@ -50,8 +50,8 @@ class MOLARB(BatchedGreedy):
     name = "molarb"
     least_squares = True
 
-    constraints = {
-        **BatchedGreedy.constraints,
+    param_constraints = {
+        **BatchedGreedy.param_constraints,
         "c_gamma": [Interval(0.0, None)],
         "threshold": [OneOf(("hard", "soft"))],
         "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],

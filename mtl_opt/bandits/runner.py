@@ -16,6 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
+from ..params import BOOLEAN, NONNEGATIVE_INT, POSITIVE_INT, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .base import Environment, Policy
@@ -49,11 +50,6 @@ class BanditResult:
         return "\n".join(lines)
 
 
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise InvalidParameterError(f"{name} must be an int >= {low}; got {value!r}.")
-
-
 def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial: int = 0,
                policy_index: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
     """One trial of one policy: (per-round regret (horizon,), per-user cumulative regret, seconds)."""
@@ -81,12 +77,10 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial:
     return regret, user_regret, time.perf_counter() - start
 
 
+@validate_params({"horizon": POSITIVE_INT, "trials": POSITIVE_INT, "seed": NONNEGATIVE_INT, "progress": [BOOLEAN]})
 def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, seed: int = 0, *,
                trials: int = 1, progress: bool = True) -> BanditResult:
     """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``."""
-    _check_int("horizon", horizon, 1)
-    _check_int("trials", trials, 1)
-    _check_int("seed", seed, 0)
     policies = [policies] if isinstance(policies, Policy) else list(policies)
     if not policies:
         raise InvalidParameterError("give at least one policy to run.")

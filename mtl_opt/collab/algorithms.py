@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ..errors import InvalidParameterError
-from ..estimators.base import Interval, OneOf
+from ..params import Interval, OneOf, validate
 from .systems import FiniteStateSystem, LinearSystem, Sample, ratio_from_distributions
 
 
@@ -46,11 +46,9 @@ class Method:
             raise InvalidParameterError(
                 f"{type(self).__name__} has no parameter(s) {', '.join(map(repr, unknown))}; "
                 f"valid: {', '.join(sorted(self.param_constraints)) or 'none'}.")
-        for name, value in {**self.defaults, **params}.items():
-            if not any(c.accepts(value) for c in self.param_constraints[name]):
-                allowed = " or ".join(str(c) for c in self.param_constraints[name])
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; got {value!r}.")
+        params = {**self.defaults, **params}
+        validate(type(self).__name__, params, self.param_constraints)
+        for name, value in params.items():
             setattr(self, name, value)
 
     defaults: dict = {}

@@ -14,6 +14,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
+from ..params import BOOLEAN, NONNEGATIVE_INT, POSITIVE_INT, Interval, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .algorithms import Method
@@ -80,16 +81,13 @@ def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) ->
             f"step {t} with step size alpha={alpha:g}. Lower alpha, or use step = \"log\".")
 
 
+@validate_params({"horizon": POSITIVE_INT, "runs": POSITIVE_INT, "seed": NONNEGATIVE_INT,
+                  "alpha": [Interval(0, None, open_low=True, note="the constant step size")],
+                  "n_jobs": [Interval(None, -1, integer=True, note="-1: all cores"), *POSITIVE_INT],
+                  "progress": [BOOLEAN]})
 def run_methods(system: LinearSystem, methods: dict[str, Method], *, horizon: int, alpha: float,
                 runs: int = 10, seed: int = 0, n_jobs: int = 1, progress: bool = True) -> CollabResult:
     """Run every method ``runs`` times for ``horizon`` steps with constant step ``alpha``."""
-    for name, value, low in (("horizon", horizon, 1), ("runs", runs, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InvalidParameterError(f"{name} must be an int >= {low}; got {value!r}.")
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < np.inf:
-        raise InvalidParameterError(f"the step size alpha must be finite and > 0; got {alpha!r}.")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
-        raise InvalidParameterError(f"n_jobs must be a nonzero int (-1: all cores); got {n_jobs!r}.")
     if not methods:
         raise InvalidParameterError("give at least one method to run.")
     require_memory(8 * len(methods) * (runs + 1) * (horizon + 1) * system.n_agents,

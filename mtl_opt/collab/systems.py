@@ -21,13 +21,13 @@ Three systems:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp
 
-from ..errors import InvalidDataError, InvalidParameterError
+from ..errors import InvalidDataError
+from ..params import NONE, NONNEGATIVE, NONNEGATIVE_INT, POSITIVE_INT, Interval, SequenceOf, validate_params
 
 
 @dataclass(frozen=True)
@@ -133,23 +133,9 @@ def _well_conditioned_pd(rng: np.random.Generator, d: int) -> np.ndarray:
     return (q * rng.uniform(1.0, 2.0, size=d)) @ q.T
 
 
-def _check_sizes(**sizes) -> None:
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise InvalidParameterError(f"{name} must be an int >= 1; got {value!r}.")
-
-
-def _check_levels(high=1.0, **levels) -> None:
-    for name, value in levels.items():
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= high
-                or not math.isfinite(value)):
-            raise InvalidParameterError(f"{name} must be a finite float in [0, {high:g}]; got {value!r}.")
-
-
-def _rng(seed) -> np.random.Generator:
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
-        raise InvalidParameterError(f"seed must be None or an int >= 0; got {seed!r}.")
-    return np.random.default_rng(seed)
+LEVEL = [Interval(0, 1)]
+SEED = [NONE, *NONNEGATIVE_INT]
+DIGITS = SequenceOf(Interval(0, 9, integer=True))
 
 
 class GaussianSystem(LinearSystem):
@@ -191,6 +177,8 @@ class GaussianSystem(LinearSystem):
         return np.exp(logp - logsumexp(logp, axis=-2, keepdims=True) + np.log(self.n_agents))
 
 
+@validate_params({"n_agents": POSITIVE_INT, "dim": POSITIVE_INT, "delta_env": LEVEL,
+                  "delta_obj": LEVEL, "eps_A": NONNEGATIVE, "eps_b": NONNEGATIVE, "seed": SEED})
 def gaussian_system(n_agents=20, dim=5, *, delta_env=0.0, delta_obj=0.0, eps_A=1.0, eps_b=0.5,
                     seed=None) -> GaussianSystem:
     """The paper's instance: m_i = 4 delta_env v_i, theta^i = theta_base + delta_obj u_i.
@@ -199,10 +187,7 @@ def gaussian_system(n_agents=20, dim=5, *, delta_env=0.0, delta_obj=0.0, eps_A=1
     paper's reference agent (m_0 = 0, theta^0 = theta_base).  A_base and
     Phi_base are random positive definite with condition number <= 2.
     """
-    _check_sizes(n_agents=n_agents, dim=dim)
-    _check_levels(delta_env=delta_env, delta_obj=delta_obj)
-    _check_levels(math.inf, eps_A=eps_A, eps_b=eps_b)
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
     means = 4.0 * delta_env * _random_unit(rng, n_agents, dim)
     theta_base = rng.normal(size=dim)
     theta = theta_base + delta_obj * _random_unit(rng, n_agents, dim)
@@ -261,6 +246,9 @@ def ratio_from_distributions(mu: np.ndarray, states: np.ndarray) -> np.ndarray:
     return at / at.mean(axis=-2, keepdims=True)
 
 
+@validate_params({"n_agents": POSITIVE_INT, "dim": POSITIVE_INT, "n_states": POSITIVE_INT,
+                  "delta_env": LEVEL, "delta_obj": LEVEL, "eps_A": NONNEGATIVE, "eps_b": NONNEGATIVE,
+                  "seed": SEED})
 def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delta_obj=0.0,
                          eps_A=1.0, eps_b=0.5, seed=None) -> FiniteStateSystem:
     """A finite analogue of the Gaussian system.
@@ -270,10 +258,7 @@ def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delt
     with pi_i ~ Dirichlet(1) (so ||mu^i - mu^j||_TV <= delta_env);
     theta^i = theta_base + delta_obj u_i.
     """
-    _check_sizes(n_agents=n_agents, dim=dim, n_states=n_states)
-    _check_levels(delta_env=delta_env, delta_obj=delta_obj)
-    _check_levels(math.inf, eps_A=eps_A, eps_b=eps_b)
-    rng = _rng(seed)
+    rng = np.random.default_rng(seed)
     vectors = rng.normal(size=(n_states, dim))
     A_base, Phi_base = _well_conditioned_pd(rng, dim), _well_conditioned_pd(rng, dim)
     mu = (1 - delta_env) / n_states + delta_env * rng.dirichlet(np.ones(n_states), size=n_agents)
@@ -282,6 +267,9 @@ def random_finite_system(n_agents=10, dim=3, n_states=20, *, delta_env=0.0, delt
                              _multiplicative(vectors, eps_b, Phi_base), theta, mu)
 
 
+@validate_params({"n_agents": POSITIVE_INT, "delta_obj": LEVEL,
+                  "dim": [Interval(2, 65, integer=True, note="intercept + up to 64 PCA components")],
+                  "set_a": [DIGITS], "set_b": [DIGITS]})
 def digits_system(n_agents=10, dim=10, *, delta_obj=0.0, set_a=(0, 1, 2, 3, 4),
                   set_b=(0, 6, 8, 9)) -> FiniteStateSystem:
     """Least squares on scikit-learn's digits with mixed labels (the paper's FEMNIST task).
@@ -294,10 +282,6 @@ def digits_system(n_agents=10, dim=10, *, delta_obj=0.0, set_a=(0, 1, 2, 3, 4),
     Phi(z) = phi(z) [1{z in A}, 1{z in B}] (d x 2) and theta^i = (lam_i, 1 - lam_i),
     and x_*^i is the least-squares fit of y_i on phi over all 1797 images.
     """
-    _check_sizes(n_agents=n_agents, dim=dim)
-    _check_levels(delta_obj=delta_obj)
-    if not 2 <= dim <= 65:
-        raise InvalidParameterError(f"dim must be in [2, 65] (intercept + up to 64 PCA components); got {dim}.")
     from sklearn.datasets import load_digits
     from sklearn.decomposition import PCA
 

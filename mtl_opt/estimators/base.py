@@ -1,4 +1,4 @@
-"""The estimator base class and the declarative parameter constraints it checks.
+"""The estimator base class; it checks the declarative parameter constraints of ``mtl_opt.params``.
 
 As in scikit-learn, ``__init__`` only stores its arguments; ``fit`` checks
 them against the class's ``param_constraints`` (so every bad-parameter error
@@ -9,99 +9,17 @@ ending in ``_``.
 from __future__ import annotations
 
 import inspect
-import math
-import numbers
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..data import MultiTaskData, _to_float_array
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
 from ..identifiability import check_some_signal, named_pairs, unidentified_mask
+from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..result import FitResult
 
-
-@dataclass(frozen=True)
-class Interval:
-    """A real (or integer, with ``integer=True``) number in [low, high] (open ends with ``open_low``/``open_high``).
-
-    NaN is never accepted, and a missing end (None) is an open infinite end,
-    so the number must be finite there: ``Interval(0, None)`` is [0, inf).
-    A parameter for which inf means "no limit" says so with ``high=math.inf``.
-    """
-
-    low: float | None = None
-    high: float | None = None
-    integer: bool = False
-    open_low: bool = False
-    open_high: bool = False
-
-    def accepts(self, value) -> bool:
-        kind = numbers.Integral if self.integer else numbers.Real
-        if isinstance(value, bool) or not isinstance(value, kind) or value != value:  # NaN != NaN
-            return False
-        low = -math.inf if self.low is None else self.low
-        high = math.inf if self.high is None else self.high
-        open_low = self.open_low or self.low is None
-        open_high = self.open_high or self.high is None
-        return bool((low < value or (not open_low and value == low))
-                    and (value < high or (not open_high and value == high)))
-
-    def __str__(self) -> str:
-        left = "(" if self.open_low or self.low is None else "["
-        right = ")" if self.open_high or self.high is None else "]"
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
-        return f"{'an int' if self.integer else 'a float'} in the range {left}{low}, {high}{right}"
-
-
-@dataclass(frozen=True)
-class OneOf:
-    """One of a fixed set of values (strings, None...)."""
-
-    values: tuple
-
-    def accepts(self, value) -> bool:
-        return any(value is v or (isinstance(v, str) and value == v) for v in self.values)
-
-    def __str__(self) -> str:
-        return "one of " + ", ".join(repr(v) for v in self.values)
-
-
-@dataclass(frozen=True)
-class InstanceOf:
-    """An instance of the given type(s), described by ``label``."""
-
-    types: tuple
-    label: str
-
-    def accepts(self, value) -> bool:
-        if isinstance(value, bool) and bool not in self.types:
-            return False
-        return isinstance(value, self.types)
-
-    def __str__(self) -> str:
-        return self.label
-
-
-@dataclass(frozen=True)
-class SequenceOf:
-    """A list, tuple or array whose every item ``item`` accepts (its length is the estimator's to check)."""
-
-    item: Interval
-
-    def accepts(self, value) -> bool:
-        if not isinstance(value, (list, tuple, np.ndarray)):
-            return False
-        items = value.ravel().tolist() if isinstance(value, np.ndarray) else value
-        return all(self.item.accepts(v) for v in items)
-
-    def __str__(self) -> str:
-        return f"a sequence, each {self.item}"
-
-
-BOOLEAN = InstanceOf((bool,), "a bool")
+__all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
 
 
 class MTLEstimator:
@@ -137,13 +55,7 @@ class MTLEstimator:
         return f"{type(self).__name__}({args})"
 
     def _check_params(self) -> None:
-        for name, constraints in self.param_constraints.items():
-            value = getattr(self, name)
-            if not any(c.accepts(value) for c in constraints):
-                allowed = " or ".join(str(c) for c in constraints)
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {type(self).__name__} must be {allowed}; "
-                    f"got {value!r}.")
+        validate_attributes(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier

@@ -76,7 +76,8 @@ class SparseMTL(MTLEstimator):
         before an exact solver), rel_gap (tolerance for status ``optimal``),
         verbose (prints the OA iteration table), threads...
     seed : int or None
-        Accepted for API symmetry; the BCD heuristic is deterministic.
+        Deprecated, no effect (a DeprecationWarning when set): bcd and bnb are deterministic,
+        and the seed of oa's and miqp's MILP solver is ``solve_options.seed``.
 
     Attributes
     ----------
@@ -107,6 +108,8 @@ class SparseMTL(MTLEstimator):
         "local_search": [BOOLEAN],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
     }
+    deprecated_params = {"seed": "it has no effect (bcd and bnb are deterministic); the MILP solver's "
+                                 "seed is solve_options=SolveOptions(seed=...)."}
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, solver="bcd", standardize=True, fit_intercept=True,

@@ -11,46 +11,20 @@ translates the record into native solver options in one function
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from numbers import Integral, Real
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 from mtl_opt.errors import InvalidParameterError
+from mtl_opt.params import BOOLEAN, NONE, Interval, StrKeyed, validate_attributes
 
 #: Largest seed both HiGHS (``random_seed``) and SCIP (``randomseedshift``) accept.
 MAX_SEED = 2**31 - 1
 #: Most solver threads: this machine's CPU count (more only oversubscribe it; HiGHS with
 #: threads = 100000 stalls for minutes, then aborts).  None when Python cannot count them.
 MAX_THREADS = os.cpu_count()
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, Integral) and not isinstance(value, bool)
-
-
-#: Field name -> (what is expected, test).  Kept as data so every error has
-#: the same shape and tests can walk the same table.
-_CONSTRAINTS = {
-    "time_limit": ("a number > 0 (seconds) or None",
-                   lambda v: v is None or (_is_number(v) and v > 0)),
-    "rel_gap": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
-    "abs_gap": ("a number >= 0", lambda v: _is_number(v) and v >= 0),
-    "threads": (f"an int in [1, {MAX_THREADS}] (the CPU count of this machine) or None",
-                lambda v: v is None or (_is_int(v) and 1 <= v <= (MAX_THREADS or math.inf))),
-    "seed": (f"an int in [0, {MAX_SEED}] or None",
-             lambda v: v is None or (_is_int(v) and 0 <= v <= MAX_SEED)),
-    "verbose": ("a bool", lambda v: isinstance(v, bool)),
-    "solver_options": ("a mapping with str keys (native option name -> value)",
-                       lambda v: isinstance(v, Mapping) and all(isinstance(k, str) for k in v)),
-}
 
 
 @dataclass(frozen=True)
@@ -86,13 +60,18 @@ class SolveOptions:
     verbose: bool = False
     solver_options: Mapping[str, Any] = field(default_factory=dict)
 
+    param_constraints: ClassVar[dict] = {
+        "time_limit": [Interval(0, None, open_low=True, note="seconds"), NONE],
+        "rel_gap": [Interval(0, None)],
+        "abs_gap": [Interval(0, None)],
+        "threads": [Interval(1, MAX_THREADS, integer=True, note="the CPU count of this machine"), NONE],
+        "seed": [Interval(0, MAX_SEED, integer=True), NONE],
+        "verbose": [BOOLEAN],
+        "solver_options": [StrKeyed("a mapping with str keys (native option name -> value)")],
+    }
+
     def __post_init__(self) -> None:
-        for name, (expected, ok) in _CONSTRAINTS.items():
-            value = getattr(self, name)
-            if not ok(value):
-                raise InvalidParameterError(
-                    f"SolveOptions '{name}' must be {expected}; got {value!r}."
-                )
+        validate_attributes(self)
         for name in ("time_limit", "rel_gap", "abs_gap"):
             if getattr(self, name) is not None:  # native setters want floats, not ints
                 object.__setattr__(self, name, float(getattr(self, name)))
