@@ -11,7 +11,8 @@ from ..errors import InvalidDataError, InvalidParameterError, SolverError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import unidentified_mask
-from ..result import FitResult, certified_status
+from ..result import FitResult
+from ..solvers.method import SolverRun, final_status
 from ..solvers import prox
 from ..solvers.backends import get_backend
 from ..deadline import Deadline
@@ -79,8 +80,8 @@ class GLMTasks(MTLEstimator):
 
     def _result(self, data, problem, run, *, solver, version, bound_source, rel_gap, extra=None):
         coef, intercept = self._to_original(run.theta)
-        status = (certified_status(run.objective, run.lower_bound, rel_gap)
-                  if run.status == "optimal" else run.status)
+        status = (final_status(SolverRun(run.theta, run.objective, run.lower_bound), rel_gap)
+                  if run.status == "converged" else run.status)
         self.n_iter_ = run.n_iter
         return FitResult(
             method=self.method, coef=coef, intercept=intercept, objective=run.objective,
@@ -311,7 +312,8 @@ class ARMUL(GLMTasks):
             bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
         else:
             bound, source = out.bound, "SCIP dual bound"
-        run = prox.ProxRun(theta, centers, objective, bound, out.status, 0, [],
+        status = "converged" if out.status == "optimal" else out.status   # SCIP's gap is not ours
+        run = prox.ProxRun(theta, centers, objective, bound, status, 0, [],
                            {**extra, "native": dict(out.native)})
         return run, out.solver_version, source
 

@@ -11,7 +11,8 @@ import scipy.stats
 from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError, SolverError
 from ..formulations import molar as formulation
-from ..result import STATUSES, FitResult, certified_status
+from ..result import STATUSES, FitResult
+from ..solvers.method import SolverRun, final_status
 from ..solvers.backends import pick_backend
 from ..solvers.options import SolveOptions
 from ._ols import TaskFits, fitted_columns, per_task_ols, split_intercept, unfitted_warnings
@@ -160,8 +161,8 @@ class MOLAR(MTLEstimator):
         objective = formulation.median_objective(median.z, fit.local, fit.entry_weights)
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_split = split_intercept(median.z[None, :], self.fit_intercept)
-        status = (certified_status(objective, median.lower_bound, options.rel_gap)
-                  if median.status == "optimal" else median.status)
+        status = (final_status(SolverRun(median.z, objective, median.lower_bound), options.rel_gap)
+                  if median.status == "converged" else median.status)
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])
         self.sigma_ = sigma
         self.molar_fit_ = fit
@@ -389,7 +390,7 @@ def _global_median(local, weights, median: str, backend, options) -> _Median:
 
 def _median_closed_form(local, weights) -> _Median:
     z = formulation.weighted_median(local, weights, axis=0)
-    return _Median(z, *_median_point_bound(local, weights, z), "optimal", "numpy", np.__version__, {})
+    return _Median(z, *_median_point_bound(local, weights, z), "converged", "numpy", np.__version__, {})
 
 
 def _median_point_bound(local, weights, z) -> tuple[float, str]:
@@ -417,7 +418,7 @@ def _median_by_lp(local, weights, backend_name, options) -> _Median:
             f"try median='closed_form' or another backend.")
     M, d = local.shape
     z = frame.z_from_unit([model.z[k].value for k in range(d)])
-    status = run.status if run.status in STATUSES else "error"
+    status = "converged" if run.status == "optimal" else run.status if run.status in STATUSES else "error"
     bounds = [_median_point_bound(local, weights, z)]
     try:
         duals = backend.load_duals(model, run)
