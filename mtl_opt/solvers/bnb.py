@@ -73,10 +73,9 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     """
-    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
-        raise InvalidParameterError(
-            "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-            "lambda_bbar = 0); use solver='oa', which models both.")
+    reason = refusal(problem)
+    if reason is not None:
+        raise InvalidParameterError(reason)
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
     if problem.common_support:
@@ -100,6 +99,14 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["cuts"]})
+
+
+def refusal(problem: SparseProblem) -> str | None:
+    """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
+    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
+        return ("solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
+                "lambda_bbar = 0); use solver='oa_multi_tree', which models both.")
+    return None
 
 
 def _row(searches, explored: int, start: float) -> dict:

@@ -19,7 +19,7 @@ from ..deadline import Deadline
 from ..formulations.sparse import SparseProblem
 from .backends import pick_backend
 from .bcd import fit_bcd
-from .bnb import solve_bnb
+from . import bnb
 from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
 from .oa_scip import solve_oa_single_tree
@@ -36,10 +36,7 @@ def _exact_curvature(problem: SparseProblem, backend) -> str | None:
 
 
 def _bnb_scope(problem: SparseProblem, backend) -> str | None:
-    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
-        return ("solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-                "lambda_bbar = 0); use solver='oa', which models both.")
-    return None
+    return bnb.refusal(problem)
 
 
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
@@ -63,7 +60,7 @@ def _miqp(problem, incumbent, options, deadline, backend):
 
 
 def _bnb(problem, incumbent, options, deadline, backend):
-    return solve_bnb(problem, options, incumbent, deadline=deadline)
+    return bnb.solve_bnb(problem, options, incumbent, deadline=deadline)
 
 
 def _never(problem, backend) -> None:
