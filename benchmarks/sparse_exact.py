@@ -46,6 +46,7 @@ from mtl_opt.result import relative_gap
 from mtl_opt.solvers.backends import get_backend
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
+from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.oa import solve_miqp, solve_oa
 from mtl_opt.solvers.oa_scip import solve_oa_single_tree
 from mtl_opt.solvers.options import SolveOptions
@@ -91,7 +92,7 @@ def run_paths(problem, time_limit, paths=PATHS):
     for name, solve in paths.items():
         start = time.perf_counter()
         result = solve(problem, SolveOptions(time_limit=time_limit, rel_gap=REL_GAP), B)
-        out[name] = (time.perf_counter() - start, result.status, result.objective, result.lower_bound,
+        out[name] = (time.perf_counter() - start, final_status(result, REL_GAP), result.objective, result.lower_bound,
                      relative_gap(result.objective, result.lower_bound))
     return bcd_time, bcd_objective, out
 

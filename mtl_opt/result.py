@@ -87,16 +87,6 @@ def checked_bound(objective: float | None, lower_bound: float | None
                   f"was dropped and no optimality is claimed")
 
 
-def certified_status(objective: float, lower_bound: float | None, rel_gap_tol: float) -> str:
-    """``optimal`` when the proven relative gap is within ``rel_gap_tol``; ``gap_limit`` when a
-    bound is proven but the gap is wider (e.g. SCIP stopped at its own, differently measured,
-    gap); ``heuristic`` without a bound or with one the guard (``checked_bound``) rejects."""
-    gap = relative_gap(objective, checked_bound(objective, lower_bound)[0])
-    if gap is None:
-        return "heuristic"
-    return "optimal" if gap <= rel_gap_tol else "gap_limit"
-
-
 @dataclass
 class FitResult:
     """An estimate, its objective value and, when proven, a lower bound.

@@ -11,6 +11,7 @@ from mtl_opt.estimators import (ARMUL, ClusteredMTL, DataPooling, IndependentTas
                                 PerTaskOLS, PooledOLS)
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.formulations.least_squares import ols
+from mtl_opt.solvers.method import SolverRun, final_status
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.solvers.prox import fista
 from mtl_opt.synthetic import armul_simulation
@@ -61,7 +62,8 @@ def test_dual_bound_at_any_point_is_below_the_optimum(loss):
         assert bound is None or bound <= best.objective
     centers = rng.standard_normal((problem.m, problem.d))
     fixed = fista(problem, centers=centers, rel_gap=1e-9)
-    assert fixed.status == "optimal" and fixed.lower_bound <= fixed.objective
+    run = SolverRun(fixed.theta, fixed.objective, fixed.lower_bound, fixed.status)
+    assert final_status(run, 1e-9) == "optimal" and fixed.lower_bound <= fixed.objective
 
 
 def test_independent_and_pooled_bounds_equal_least_squares_closed_form():

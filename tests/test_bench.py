@@ -8,6 +8,7 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tables import assert_same_csv
 from test_sparse import brute_force_optimum
@@ -17,6 +18,7 @@ from mtl_opt.bench.plots import performance_ratios
 from mtl_opt.bench.runner import ResultStore, run_bench
 from mtl_opt.bench.solvers import SOLVERS, BenchSolver, full_params, resolve
 from mtl_opt.cli import ExitCode, main
+from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.instance import load_instance
@@ -147,17 +149,26 @@ def test_dask_cluster_gives_the_same_table_as_local_threads(local_run, tmp_path)
 
 
 def test_solvers_that_cannot_take_an_instance_say_why():
-    def why(solver, method, **params):
-        return SOLVERS[solver].not_applicable(method, full_params(method, params))
+    """Sparse applicability is the estimator's own refusal on the data: lambda_ridge = 0 was
+    marked not applicable for every exact solver, though OA and the MIQP certify it when each
+    task has more rows than features (the loss's own curvature)."""
+    rng = np.random.default_rng(3)
+    tall, wide = ([rng.normal(size=(n, 6)) for _ in range(2)] for n in (30, 4))
+    tall, wide = (MultiTaskData(Xs, [rng.normal(size=len(X)) for X in Xs]) for Xs in (tall, wide))
 
-    assert why("bcd", "sparse_mtl", lambda_ridge=0.0) is None
-    assert "lambda_ridge > 0" in why("oa-highs", "sparse_mtl", lambda_ridge=0.0)
-    assert why("miqp-scip", "sparse_mtl", lambda_ridge=0.1) is None
+    def why(solver, method, data=tall, **params):
+        sparse = {"s": 2} if method == "sparse_mtl" else {}
+        return SOLVERS[solver].not_applicable(method, full_params(method, {**sparse, **params}), data)
+
+    assert why("bcd", "sparse_mtl", lambda_ridge=0.0, data=wide) is None
+    for solver in ("oa-highs", "oa-scip", "oa-multi-scip", "miqp-scip"):
+        assert why(solver, "sparse_mtl", lambda_ridge=0.0) is None, solver
+        assert "lambda_ridge > 0" in why(solver, "sparse_mtl", lambda_ridge=0.0, data=wide), solver
     assert why("bnb", "sparse_mtl", variant="l0l2", lambda_ridge=0.1) is None
     assert "no Zbar or Bbar" in why("bnb", "sparse_mtl", lambda_ridge=0.1, lambda_zbar=0.01)
     assert "lambda_ridge > 0" in why("bnb", "sparse_mtl", variant="l0l2", lambda_ridge=0.0)
-    assert "no SCIP model" in why("armul-scip", "armul", structure="lowrank", n_components=2)
-    assert "squared loss" in why("armul-scip", "armul", structure="clustered", loss="logistic")
+    assert "no SCIP model" in why("armul-scip", "armul", data=None, structure="lowrank", n_components=2)
+    assert "squared loss" in why("armul-scip", "armul", data=None, structure="clustered", loss="logistic")
     assert why("armul-scip", "armul", structure="vanilla", loss="logistic") is None
     assert why("median-sort", "sparse_mtl") == "median-sort solves molar instances, not sparse_mtl"
 

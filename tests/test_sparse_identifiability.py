@@ -160,7 +160,7 @@ def test_a_user_mask_excludes_a_varying_column_on_bcd_and_the_exact_models():
     assert B[0, 0] == 0.0 and problem.feasible(B)
     for exact in (solve_oa(problem, get_backend("highs"), SolveOptions(rel_gap=1e-8), B),
                   solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-8), B)):
-        assert exact.B[0, 0] == 0.0
+        assert exact.estimate[0, 0] == 0.0
         assert exact.lower_bound <= optimum * (1 + TOL) and optimum <= exact.objective * (1 + TOL)
         assert exact.objective - exact.lower_bound <= 1e-5 * optimum
 

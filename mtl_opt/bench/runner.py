@@ -87,10 +87,10 @@ def plan(instances: list[str], solvers: list[BenchSolver], *, time_limit: float,
     cells, skipped = [], []
     for path in instances:
         instance = load_instance(path)
-        instance.load_data()  # a broken data file is bad input, found before anything runs
+        data = instance.load_data()  # a broken data file is bad input, found before anything runs
         params = full_params(instance.method, instance.params)
         for solver in solvers:
-            reason = solver.not_applicable(instance.method, params)
+            reason = solver.not_applicable(instance.method, params, data)
             for repeat in range(repeats):
                 if reason is None:
                     cells.append(Cell(str(path), str(Path(path).resolve()), instance.method, solver.name,

@@ -1,10 +1,13 @@
 """Benchmark solver names: each maps to one estimator setting for one method family.
 
 Names follow ``<algorithm>[-<backend>]``; the backend is left out when the
-algorithm runs in numpy.  A solver applies to instances of its method, and a
-``requires`` test can rule out instances its algorithm cannot take (e.g. the
-exact sparse solvers need lambda_ridge > 0); such pairs are recorded as
-``not_applicable``, not as errors.
+algorithm runs in numpy.  A solver applies to instances of its method that the
+estimator, so configured, accepts: ``not_applicable`` asks the estimator's own
+``check`` on the instance's data (the sparse family's method table refuses there,
+e.g. lambda_ridge = 0 where the data give no curvature), and a ``requires`` test
+can rule out more from the parameters alone; such pairs are recorded as
+``not_applicable``, not as errors.  The sparse solvers are the methods of
+``mtl_opt.solvers.sparse_methods.METHODS`` on each of their backends.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, MTLOptError
+from ..solvers.sparse_methods import METHODS as SPARSE_METHODS
 
 
 def _anything(params: dict) -> str | None:
@@ -36,21 +40,27 @@ class BenchSolver:
     description: str = ""
     requires: Callable[[dict], str | None] = _anything
 
-    def not_applicable(self, method: str, params: dict) -> str | None:
-        """Why this solver cannot run an instance of ``method`` with ``params``, or None."""
+    def not_applicable(self, method: str, params: dict, data=None) -> str | None:
+        """Why this solver cannot run an instance of ``method`` with ``params`` (and, when
+        given, its ``data``: the estimator's own refusal before any work), or None."""
+        from ..estimators import ESTIMATORS
+
         if method != self.method:
             return f"{self.name} solves {self.method} instances, not {method}"
-        return self.requires(params)
+        reason = self.requires(params)
+        if reason is None and data is not None:
+            try:
+                ESTIMATORS[method](**{**params, **self.params}).check(data)
+            except InvalidParameterError as exc:   # a refusal: the method does not apply
+                return str(exc)
+            except MTLOptError:   # a broken setting (e.g. MIQP on HiGHS): the cell records it
+                pass
+        return reason
 
 
-def _ridge(params: dict) -> str | None:
-    return None if params["lambda_ridge"] > 0 else "needs lambda_ridge > 0 (exact sparse solvers)"
-
-
-def _bnb_scope(params: dict) -> str | None:
-    if params.get("lambda_zbar") or params.get("lambda_bbar"):
-        return "bnb models no Zbar or Bbar term"
-    return _ridge(params)
+def _sparse(name: str, method: str, backend: str | None) -> BenchSolver:
+    return BenchSolver(name, "sparse_mtl", {"solver": method, "backend": backend},
+                       SPARSE_METHODS[method].description)
 
 
 def _armul_model(params: dict) -> str | None:
@@ -63,16 +73,12 @@ def _armul_model(params: dict) -> str | None:
 
 #: Solver name -> setting, in the order ``--list-solvers`` prints them.
 SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
-    BenchSolver("bcd", "sparse_mtl", {"solver": "bcd", "backend": None},
-                "block IHT + local search (no bound)"),
-    BenchSolver("oa-highs", "sparse_mtl", {"solver": "oa", "backend": "highs"},
-                "outer approximation, multi-tree (MILP master re-solved on HiGHS)", _ridge),
-    BenchSolver("oa-scip", "sparse_mtl", {"solver": "oa", "backend": "scip"},
-                "outer approximation, single-tree (cuts inside one SCIP search)", _ridge),
-    BenchSolver("miqp-scip", "sparse_mtl", {"solver": "miqp", "backend": "scip"},
-                "Big-M perspective MIQP on SCIP", _ridge),
-    BenchSolver("bnb", "sparse_mtl", {"solver": "bnb", "backend": None},
-                "branch and bound, perspective-dual node bounds (no Zbar/Bbar)", _bnb_scope),
+    _sparse("bcd", "bcd", None),
+    _sparse("oa-highs", "oa_multi_tree", "highs"),
+    _sparse("oa-scip", "oa_single_tree", "scip"),
+    _sparse("oa-multi-scip", "oa_multi_tree", "scip"),
+    _sparse("miqp-scip", "miqp", "scip"),
+    _sparse("bnb", "bnb", None),
     BenchSolver("median-sort", "molar", {"median": "closed_form", "backend": None},
                 "weighted median by sorting, dual certificate"),
     BenchSolver("median-lp-highs", "molar", {"median": "lp", "backend": "highs"},

@@ -15,9 +15,10 @@ from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns, unidentified_mask
-from ..result import FitResult, certified_status
+from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_scip import solve_exact
+from ..solvers.method import SolverRun, final_status
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -82,8 +83,8 @@ class GLMTasks(MTLEstimator):
 
     def _result(self, data, problem, run, *, solver, version, bound_source, rel_gap, extra=None):
         coef, intercept = self._to_original(run.theta)
-        status = (certified_status(run.objective, run.lower_bound, rel_gap)
-                  if run.status == "optimal" else run.status)
+        status = (final_status(SolverRun(run.theta, run.objective, run.lower_bound), rel_gap)
+                  if run.status == "converged" else run.status)
         self.n_iter_ = run.n_iter
         return FitResult(
             method=self.method, coef=coef, intercept=intercept, objective=run.objective,

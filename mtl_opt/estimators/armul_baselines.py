@@ -49,7 +49,7 @@ class _Baseline(GLMTasks):
         run = self._run(problem)
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
-            run.status = "optimal"
+            run.status = "converged"
         run = self._restored(run)
         return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
                             bound_source="dual feasible point from the gradients",
@@ -77,7 +77,7 @@ class IndependentTasks(_Baseline):
 
     def _run(self, problem):
         theta = glm.task_fits(problem, self._identified)
-        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "converged", 1)
 
 
 class DataPooling(_Baseline):
@@ -88,7 +88,7 @@ class DataPooling(_Baseline):
 
     def _run(self, problem):
         theta = np.tile(glm.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
-        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "optimal", 1)
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "converged", 1)
 
 
 class _Structured(_Baseline):

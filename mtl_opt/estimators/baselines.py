@@ -7,8 +7,9 @@ import numpy as np
 from ..data import MultiTaskData
 from ..formulations.least_squares import ols, rounding_factor, with_intercept
 from ..identifiability import identified_columns
-from ..result import FitResult, certified_status
+from ..result import FitResult
 from ..solvers.least_squares import per_task_ols, split_intercept, stacked_mask, unfitted_warnings
+from ..solvers.method import SolverRun, final_status
 from .base import BOOLEAN, MTLEstimator
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".
@@ -95,7 +96,7 @@ def _least_squares_result(method, data, coef, intercept, objective, lower, objec
                           warnings=()):
     return FitResult(
         method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
-        status=certified_status(objective, lower, LS_REL_GAP), objective_name=objective_name,
+        status=final_status(SolverRun(coef, objective, lower), LS_REL_GAP), objective_name=objective_name,
         bound_source="least-squares distance bound, safe in float64", solver="numpy/scipy",
         solver_version=np.__version__, task_names=list(data.task_names),
         feature_names=list(data.feature_names), warnings=list(warnings))

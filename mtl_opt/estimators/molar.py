@@ -14,8 +14,9 @@ import scipy.stats
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations import molar as formulation
-from ..result import FitResult, certified_status
+from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
+from ..solvers.method import SolverRun, final_status
 from ..solvers.molar import MolarFit, molar_fit, noise_levels
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
@@ -163,8 +164,8 @@ class MOLAR(MTLEstimator):
         objective = formulation.median_objective(median.z, fit.local, fit.entry_weights)
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_split = split_intercept(median.z[None, :], self.fit_intercept)
-        status = (certified_status(objective, median.lower_bound, options.rel_gap)
-                  if median.status == "optimal" else median.status)
+        status = (final_status(SolverRun(median.z, objective, median.lower_bound), options.rel_gap)
+                  if median.status == "converged" else median.status)
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])
         self.sigma_ = sigma
         self.molar_fit_ = fit

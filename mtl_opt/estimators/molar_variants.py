@@ -34,7 +34,7 @@ from ..data import MultiTaskData
 from ..errors import InvalidDataError
 from ..formulations import molar as formulation
 from ..identifiability import constant_columns
-from ..result import FitResult, certified_status
+from ..result import FitResult
 from ..solvers.lasso_debias import check_tasks, lasso_coefs, median_lasso_debias
 from ..solvers.least_squares import (
     TaskFits,
@@ -44,6 +44,7 @@ from ..solvers.least_squares import (
     task_designs,
     unfitted_warnings,
 )
+from ..solvers.method import SolverRun, final_status
 from ..solvers.molar import molar_fit
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
@@ -184,7 +185,8 @@ class MOLARLogistic(MTLEstimator):
         return FitResult(
             method=self.method, coef=coef, intercept=intercept, objective=objective,
             lower_bound=fit.median.lower_bound,
-            status=certified_status(objective, fit.median.lower_bound, SolveOptions().rel_gap),
+            status=final_status(SolverRun(fit.median.z, objective, fit.median.lower_bound),
+                                SolveOptions().rel_gap),
             objective_name="weighted-median objective", bound_source=fit.median.bound_source,
             solver=f"scikit-learn lbfgs + {fit.median.solver}", solver_version=sklearn.__version__,
             log=fit.log, task_names=list(data.task_names), feature_names=list(data.feature_names),

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import __version__
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult
-from ..result import relative_gap
-from ..solvers.backends import pick_backend
 from ..solvers.bcd import fit_bcd
-from ..solvers.bnb import solve_bnb
 from ..deadline import Deadline
-from ..solvers.oa import ExactSolve, initial_master, miqp_model, solve_miqp, solve_oa
-from ..solvers.oa_scip import solve_oa_single_tree
+from ..solvers.method import final_status
+from ..solvers.oa import initial_master, miqp_model
 from ..solvers.options import SolveOptions
+from ..solvers.sparse_methods import METHODS, NAMES, resolve, run_exact
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
@@ -47,13 +44,15 @@ class SparseMTL(MTLEstimator):
         Maximum support size per task.
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
-    solver : {"bcd", "oa", "miqp", "bnb"}, default="bcd"
+    solver : {"bcd", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
+        A method of ``mtl_opt.solvers.sparse_methods.METHODS``.
         ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
-        no bound.  ``oa``: outer approximation started from the bcd answer,
-        multi-tree with a MILP master re-solved between cuts on HiGHS (the
-        default), single-tree (one branch-and-bound, cuts from a constraint
-        handler) on SCIP; ``miqp``: the Big-M MIQP on SCIP, M proven from the
-        bcd answer.  Both report a proven lower bound; they need lambda_ridge > 0
+        no bound.  ``oa_multi_tree``: outer approximation started from the bcd
+        answer, a MILP master re-solved between cuts (HiGHS by default, or SCIP);
+        ``oa_single_tree``: one SCIP branch-and-bound, cuts from a constraint
+        handler; ``oa``: the old spelling, multi-tree except with backend="scip",
+        where it still means single-tree (deprecated).  ``miqp``: the Big-M MIQP on
+        SCIP, M proven from the bcd answer.  All three report a proven lower bound; they need lambda_ridge > 0
         unless every task has more rows than identifiable features and a full-rank
         design on them (the cuts and the Big-M then borrow the loss's own curvature);
         otherwise they refuse, naming the task.  ``bnb``: our branch and
@@ -70,7 +69,8 @@ class SparseMTL(MTLEstimator):
         Maximum IHT sweeps.
     local_search : bool, default=True
     backend : {"highs", "scip"} or None
-        MILP backend of ``oa`` (default HiGHS); ``miqp`` runs on SCIP.
+        MILP backend of ``oa_multi_tree`` (default HiGHS); ``oa_single_tree`` and ``miqp``
+        run on SCIP.
     solve_options : SolveOptions or None
         time_limit (the whole fit: the bcd warm start gets at most half of it
         before an exact solver), rel_gap (tolerance for status ``optimal``),
@@ -99,7 +99,7 @@ class SparseMTL(MTLEstimator):
         "lambda_ridge": [Interval(0.0, None)],
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
-        "solver": [OneOf(("bcd", "oa", "miqp", "bnb"))],
+        "solver": [OneOf(NAMES)],
         "backend": [OneOf(("highs", "scip", None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
@@ -129,35 +129,37 @@ class SparseMTL(MTLEstimator):
         self.seed = seed
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        if self.solver in ("bcd", "bnb") and self.backend is not None:
-            raise InvalidParameterError(
-                f"backend={self.backend!r} is only used by solver='oa' or 'miqp'; "
-                f"solver={self.solver!r} runs in mtl_opt itself.")
-        problem = self._problem(data)[0]  # the variant's terms, s <= p
-        if self.solver == "bnb" and (self.lambda_zbar or self.lambda_bbar or not self.lambda_ridge > 0):
-            raise InvalidParameterError(
-                "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-                "lambda_bbar = 0); use solver='oa', which models both.")
-        if self.solver in ("oa", "miqp"):
-            pick_backend("miqp" if self.solver == "miqp" else "milp", self.backend)
-            problem.exact_curvature(data.task_names)   # refuses curvature too small for a safe bound
+        self._method(self._problem(data)[0], self.solver, self.backend)
+
+    def _method(self, problem, solver, backend):
+        """The method ``solver`` names (``sparse_methods.resolve``), once it has said it can run
+        ``problem`` on ``backend``: every refusal comes here, before any work."""
+        method = resolve(solver, backend)
+        method.check_backend(backend)
+        refusal = method.refusal(problem, backend)
+        if refusal is not None:
+            raise InvalidParameterError(refusal)
+        return method
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
-        deadline = Deadline(options.time_limit)
+        deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         problem, scaler, data = self._problem(data)
+        method = self._method(problem, self.solver, self.backend)   # cheap, and already checked
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
                 f"init has coefficients of shape {np.shape(start)}; this data needs "
                 f"{(data.n_tasks, data.n_features)}.")
-        B, log, n_iter = fit_bcd(problem, start, max_iter=self.max_iter, local_search=self.local_search,
-                                 deadline=deadline if self.solver == "bcd" else deadline.share(BCD_SHARE))
-        self.n_iter_ = n_iter
-        if self.solver == "bcd":
-            return self._result(problem, scaler, data, B, None, "heuristic", "bcd (mtl_opt)",
-                                __version__, log, {})
-        return self._certified(problem, scaler, data, B, self.solver, self.backend, options, deadline)
+        warm = METHODS["bcd"].solve(problem, start, options,
+                                    deadline if method.name == "bcd" else deadline.share(BCD_SHARE),
+                                    None, max_iter=self.max_iter, local_search=self.local_search)
+        self.n_iter_ = warm.native["n_iter"]
+        if method.name == "bcd":
+            return self._result(problem, scaler, data, warm, method.name, options)
+        return self._result(problem, scaler, data,
+                            run_exact(method, problem, warm.estimate, options, deadline, self.backend),
+                            method.name, options)
 
     def certify(self, data: MultiTaskData, *, solver: str = "oa", backend: str | None = None,
                 time_limit: float | None = None) -> FitResult:
@@ -168,14 +170,17 @@ class SparseMTL(MTLEstimator):
         ``backend`` are checked as ``fit`` would check them, before any work.
         """
         self._check_is_fitted()
-        if solver == "bcd":
-            raise InvalidParameterError("certify needs an exact solver: 'oa', 'miqp' or 'bnb'; got 'bcd'.")
         type(self)(**{**self.get_params(), "solver": solver, "backend": backend}).check(data)
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         deadline = Deadline(options.time_limit)
         problem, scaler, std_data = self._problem(data)
-        result = self._certified(problem, scaler, std_data, self.result_.extra["coef_fitted"],
-                                 solver, backend, options, deadline)
+        method = self._method(problem, solver, backend)
+        if not method.certifies:
+            raise InvalidParameterError(
+                f"certify needs an exact solver: one of "
+                f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {solver!r}.")
+        run = run_exact(method, problem, self.result_.extra["coef_fitted"], options, deadline, backend)
+        result = self._result(problem, scaler, std_data, run, method.name, options)
         result.params = self.result_.params
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
@@ -207,69 +212,19 @@ class SparseMTL(MTLEstimator):
             fit_intercept=self.fit_intercept, excluded=excluded)
         return problem, scaler, data
 
-    def _certified(self, problem, scaler, data, B, solver, backend_name, options, deadline):
-        """Run OA, the MIQP or bnb from the incumbent B until ``deadline`` and wrap the outcome.
-
-        The solver sees the normalized twin ``problem.scaled(root)`` (``normalizing_root``),
-        whose objective at the incumbent is between 1/2 and 2: its tolerances are then
-        relative to the objective, whatever the units of y.  This is also the one place of
-        the fallback bound: every term of F is a square or a non-negative penalty, so F >= 0
-        stands in for a bound the solver did not reach (none, or a negative one) before it
-        stopped.
-        """
-        root = normalizing_root(problem.objective(B))
-        if root is None:   # F >= 0 everywhere, so an incumbent with F = 0 is optimal
-            exact = ExactSolve(B, 0.0, 0.0, "optimal", [], {"solver": "none: F = 0 at the incumbent",
-                                                            "solver_version": __version__})
-        else:
-            exact = _exact_solve(problem.scaled(root), B / root, solver, backend_name, options,
-                                 deadline).unscaled(root)
-        status, lower = exact.status, exact.lower_bound
-        if status == "optimal" and not relative_gap(exact.objective, lower) <= options.rel_gap:
-            status = "gap_limit"
-        bound = {"miqp": "Big-M MIQP dual bound", "bnb": "smallest open node's perspective dual bound"}.get(
-            solver, "outer-approximation master dual bound")
-        if root is None:
-            bound = "F >= 0, and F = 0 at the incumbent"
-        elif lower is None or lower <= 0:
-            lower, bound = 0.0, f"trivial bound (F >= 0; stopped before the {bound} rose above 0)"
-        return self._result(problem, scaler, data, exact.B, lower, status,
-                            f"{solver} ({exact.native['solver']})", exact.native["solver_version"],
-                            exact.log, exact.native, bound)
-
-    def _result(self, problem, scaler, data, B, lower, status, solver, version, log, native,
-                bound_source=None) -> FitResult:
+    def _result(self, problem, scaler, data, run, method, options) -> FitResult:
+        """The FitResult of ``run`` (of the method named ``method``) on the fitted scale."""
+        B = run.estimate
         intercept = problem.intercepts(B)
         coef, intercept_orig = (scaler.coef_to_original(B, intercept) if scaler
                                 else (B.copy(), intercept))
         self.support_ = coef != 0
         return FitResult(
             method=self.method, coef=coef, intercept=intercept_orig,
-            objective=problem.objective(B), lower_bound=lower, status=status,
+            objective=problem.objective(B), lower_bound=run.lower_bound,
+            status=final_status(run, options.rel_gap),
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
-            bound_source=bound_source, solver=solver, solver_version=version, log=log,
-            native=native, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            bound_source=run.native.get("bound"), solver=f"{method} ({run.native['solver']})",
+            solver_version=run.native["solver_version"], log=run.log, native=run.native,
+            task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": self.n_iter_})
-
-
-def normalizing_root(objective: float) -> float | None:
-    """The power of 2 nearest sqrt(objective) (None when the objective is 0).
-
-    Dividing y by it (``SparseProblem.scaled``) divides F by its square, a power of 4 within a
-    factor 2 of F: exact in floating point, and the twin's objective is near 1.
-    """
-    if not objective > 0:
-        return None
-    mantissa, exponent = np.frexp(objective)   # objective = mantissa 2^exponent, mantissa in [1/2, 1)
-    return float(np.ldexp(1.0, int(exponent) // 2))
-
-
-def _exact_solve(problem, B, solver, backend_name, options, deadline):
-    """The exact solver ``solver`` (on ``backend_name``) run from the incumbent B until ``deadline``."""
-    if solver == "miqp":
-        return solve_miqp(problem, pick_backend("miqp", backend_name), options, B, deadline=deadline)
-    if solver == "bnb":
-        return solve_bnb(problem, options, B, deadline=deadline)
-    if pick_backend("milp", backend_name).name == "scip":
-        return solve_oa_single_tree(problem, options, B, deadline=deadline)
-    return solve_oa(problem, pick_backend("milp", backend_name), options, B, deadline=deadline)

@@ -101,6 +101,7 @@ class SparseProblem:
     lambda_bbar: float
     lambda_zbar: float
     excluded: np.ndarray | None = None
+    task_names: tuple = ()   # for messages; the index stands in for a missing name
 
     def __post_init__(self):
         shape = (len(self.Xs), self.Xs[0].shape[1])
@@ -143,7 +144,7 @@ class SparseProblem:
         if excluded is None:
             excluded = unidentified_mask(data.Xs, fit_intercept, collinear=False)
         return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
-                   float(lambda_bbar), float(lambda_zbar), excluded)
+                   float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names))
 
     @property
     def n_tasks(self) -> int:
@@ -317,7 +318,7 @@ class SparseProblem:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other
 
-    def exact_curvature(self, task_names=None) -> np.ndarray:
+    def exact_curvature(self) -> np.ndarray:
         """(K,) kappa_k = lambda_ridge + mu_k, the curvature the exact models rely on.
 
         Raises InvalidParameterError, naming the first such task (from ``task_names``, else its
@@ -329,7 +330,7 @@ class SparseProblem:
         flat = np.flatnonzero(kappa <= MIN_RELATIVE_CURVATURE * self.lipschitz)
         if flat.size:
             k = flat[0]
-            name = repr(task_names[k]) if task_names is not None else str(k)
+            name = repr(self.task_names[k]) if self.task_names else str(k)
             raise InvalidParameterError(
                 f"the exact solvers need lambda_ridge > 0 here: task {name} has "
                 f"{len(self.ys[k])} rows for {int(self.allowed[k].sum())} identifiable "
@@ -348,7 +349,8 @@ class SparseProblem:
         """Task k alone (as a one-task problem of the same variant and hyperparameters)."""
         rows = slice(k, k + 1)
         return replace(self, Xs=self.Xs[rows], ys=self.ys[rows], x_means=self.x_means[rows],
-                       y_means=self.y_means[rows], excluded=self.excluded[rows])
+                       y_means=self.y_means[rows], excluded=self.excluded[rows],
+                       task_names=self.task_names[rows])
 
 
 def _top_eigenvalue(X: np.ndarray) -> float:

@@ -47,6 +47,7 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
     else:
         bound, source = out.bound, "SCIP dual bound"
-    run = ProxRun(theta, centers, objective, bound, out.status, 0, [],
+    status = "converged" if out.status == "optimal" else out.status   # SCIP's gap is not ours
+    run = ProxRun(theta, centers, objective, bound, status, 0, [],
                   {**extra, "native": dict(out.native)})
     return run, out.solver_version, source

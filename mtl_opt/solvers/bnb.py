@@ -47,7 +47,8 @@ from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
 from ..deadline import Deadline
-from .oa import ExactSolve, _format_row
+from .method import SolverRun
+from .oa import _format_row
 from .options import SolveOptions
 
 #: L-BFGS iterations per node, over all smoothing stages.  On four benchmark instances 1000
@@ -62,7 +63,7 @@ FREE, OUT, IN = -1, 0, 1
 
 
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
-              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> ExactSolve:
+              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
     Without a common support the tasks share nothing (no Bbar, no Zbar), so each
@@ -72,10 +73,9 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     """
-    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
-        raise InvalidParameterError(
-            "solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-            "lambda_bbar = 0); use solver='oa', which models both.")
+    reason = refusal(problem)
+    if reason is not None:
+        raise InvalidParameterError(reason)
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
     if problem.common_support:
@@ -83,22 +83,30 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     else:
         parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
     searches = [_Search(part, node_iterations, start_from, deadline) for part, start_from in parts]
-    status, explored = "optimal", 0
+    stop, explored = "converged", 0
     while True:
         lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
         if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
             break
         if deadline.expired():
-            status = "time_limit"
+            stop = "time_limit"
             break
         explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
         if options.verbose and explored % 10 == 1:
             print(_format_row(_row(searches, explored, start), header=explored == 1), flush=True)
     row = _row(searches, explored, start)
     B = np.vstack([s.best for s in searches])
-    return ExactSolve(B, problem.objective(B), row["lower_bound"], status, [row],
+    return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["cuts"]})
+
+
+def refusal(problem: SparseProblem) -> str | None:
+    """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
+    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
+        return ("solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
+                "lambda_bbar = 0); use solver='oa_multi_tree', which models both.")
+    return None
 
 
 def _row(searches, explored: int, start: float) -> dict:

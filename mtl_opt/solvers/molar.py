@@ -145,7 +145,7 @@ def _global_median(local, weights, median: str, backend, options) -> _Median:
 
 def _median_closed_form(local, weights) -> _Median:
     z = formulation.weighted_median(local, weights, axis=0)
-    return _Median(z, *_median_point_bound(local, weights, z), "optimal", "numpy", np.__version__, {})
+    return _Median(z, *_median_point_bound(local, weights, z), "converged", "numpy", np.__version__, {})
 
 
 def _median_point_bound(local, weights, z) -> tuple[float, str]:
@@ -173,7 +173,7 @@ def _median_by_lp(local, weights, backend_name, options) -> _Median:
             f"try median='closed_form' or another backend.")
     M, d = local.shape
     z = frame.z_from_unit([model.z[k].value for k in range(d)])
-    status = run.status if run.status in STATUSES else "error"
+    status = "converged" if run.status == "optimal" else run.status if run.status in STATUSES else "error"
     bounds = [_median_point_bound(local, weights, z)]
     try:
         duals = backend.load_duals(model, run)

@@ -16,7 +16,6 @@ lambda_ridge) from the incumbent, which no solution with F <= UB can exceed.
 from __future__ import annotations
 
 import time
-from typing import NamedTuple
 
 import numpy as np
 import pyomo.environ as pyo
@@ -28,6 +27,7 @@ from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_m
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
+from .method import SolverRun, stop_of
 from ..deadline import Deadline
 from .options import SolveOptions
 
@@ -49,31 +49,9 @@ EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9, "dual_feasibility_
 MIQP_SOLVER_OPTIONS = {"nlp/disable": True}
 
 
-class ExactSolve(NamedTuple):
-    """What an exact solver returns: the incumbent, a proven lower bound and how it ended."""
-
-    B: np.ndarray
-    objective: float
-    lower_bound: float | None
-    status: str
-    log: list
-    native: dict
-
-    def unscaled(self, root: float) -> "ExactSolve":
-        """This solve of ``problem.scaled(root)`` mapped back to ``problem``: B times root, objective
-        and bounds (also in the log) times root^2 (exact for a power of 2 root)."""
-        powers = {"objective": 2, "lower_bound": 2, "incumbent": 2, "big_m": 1}
-
-        def back(key, value):
-            return value if value is None or key not in powers else value * root**powers[key]
-        log = [{key: back(key, value) for key, value in row.items()} for row in self.log]
-        return self._replace(B=self.B * root, objective=back("objective", self.objective),
-                             lower_bound=back("lower_bound", self.lower_bound), log=log)
-
-
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
              incumbent: np.ndarray, *, max_iter: int = 500, print_log: bool = False,
-             deadline: Deadline | None = None) -> ExactSolve:
+             deadline: Deadline | None = None) -> SolverRun:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
     Initial cuts: at the incumbent's support and at the supports of its best
@@ -81,9 +59,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     ``rel_gap``), refits its support, and adds that support's cut.  The
     master stays loaded in one persistent solver (root LP rounds and MILP
     iterations only send the new cuts, and the LP rounds restart from the last
-    basis), with the incumbent's support as a MIP start.  Status
-    ``optimal`` when the proven relative gap is <= ``rel_gap``, ``time_limit``
-    or ``iteration_limit`` otherwise.  ``deadline`` (default: ``options.time_limit``
+    basis), with the incumbent's support as a MIP start.  Stops ``converged``
+    when the proven relative gap is <= ``rel_gap`` or the master repeats a
+    support, else at ``time_limit`` or ``iteration_limit``.  ``deadline`` (default: ``options.time_limit``
     from now) bounds the whole call.
     """
     start = time.perf_counter()
@@ -94,14 +72,14 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
     root = root_cuts(problem, master, backend, options, deadline=deadline)
-    lower, status, seen = max(root, default=-np.inf), "iteration_limit", set()
+    lower, stop, seen = max(root, default=-np.inf), "iteration_limit", set()
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
             "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
             "time": time.perf_counter() - start, "master_status": f"root LP, {len(root)} rounds"}]
     master_options = options.with_updates(rel_gap=options.rel_gap / 10)
     for it in range(1, max_iter + 1):
         if deadline.expired():
-            status = "time_limit"
+            stop = "time_limit"
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(problem.indicators(best))]
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
@@ -110,7 +88,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         if run.bound is not None:
             lower = max(lower, run.bound - margin)
         if not run.has_solution:
-            status = "time_limit" if run.status == "time_limit" else "error"
+            stop = "time_limit" if run.status == "time_limit" else "error"
             break
         support = master_support(master, best.shape)
         B = problem.refit(support)
@@ -124,15 +102,15 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         if print_log:
             print(_format_row(row, header=it == 1), flush=True)
         if row["gap"] <= options.rel_gap:
-            status = "optimal"
+            stop = "converged"
             break
         key = support.tobytes()
         if key in seen:  # the master repeats a support: its tolerance is the limit
-            status = "gap_limit" if run.status in ("optimal", "gap_limit") else run.status
+            stop = stop_of(run.status)
             break
         seen.add(key)
         add_cut(master, perspective_cut(problem, B))
-    return ExactSolve(best, upper, None if not np.isfinite(lower) else float(lower), status, log,
+    return SolverRun(best, upper, None if not np.isfinite(lower) else float(lower), stop, log,
                       {"solver": backend.label, "solver_version": backend.version(),
                        "master_status": log[-1]["master_status"]})
 
@@ -213,7 +191,7 @@ def _nearby_supports(problem, B, deadline=None):
 
 def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
                incumbent: np.ndarray, *, perspective: bool = True,
-               deadline: Deadline | None = None) -> ExactSolve:
+               deadline: Deadline | None = None) -> SolverRun:
     """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective.
 
     ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
@@ -245,11 +223,10 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
     gap = relative_gap(upper, bound)
-    status = "optimal" if gap is not None and gap <= options.rel_gap else (
-        run.status if run.status in ("time_limit", "iteration_limit") else "gap_limit")
+    stop = run.status if run.status in ("time_limit", "iteration_limit") else "converged"
     log = [{"iteration": 1, "lower_bound": bound, "incumbent": upper, "gap": gap,
             "big_m": big_m, "time": run.wall_time}]
-    return ExactSolve(best, upper, bound, status, log,
+    return SolverRun(best, upper, bound, stop, log,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
 
 

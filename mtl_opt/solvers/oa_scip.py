@@ -29,7 +29,8 @@ from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspec
 from ..result import relative_gap
 from .backends import get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
-from .oa import FRACTIONAL_SUPPORT, ExactSolve, exact_options, initial_master
+from .method import SolverRun, stop_of
+from .oa import FRACTIONAL_SUPPORT, exact_options, initial_master
 from .options import SolveOptions
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
@@ -39,7 +40,7 @@ FEASTOL = 1e-10
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
-                         incumbent: np.ndarray, *, deadline: Deadline | None = None) -> ExactSolve:
+                         incumbent: np.ndarray, *, deadline: Deadline | None = None) -> SolverRun:
     """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution).
 
     ``deadline`` (default: ``options.time_limit`` from now) bounds the whole call: SCIP gets
@@ -81,16 +82,13 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     lower = float(bound) - margin if np.isfinite(bound) and abs(bound) < 1e20 else None
     upper = problem.objective(handler.best)
     raise_if_interrupted(backend.label, scip.getStatus())
-    status = backend.STATUS.get(scip.getStatus(), "error") if left > 0 else "time_limit"
-    gap = relative_gap(upper, lower)
-    if gap is not None and gap <= options.rel_gap:
-        status = "optimal"
-    elif status == "optimal":  # SCIP's gap, on its own tolerances, is not ours
-        status = "gap_limit"
-    log = [{"iteration": scip.getNNodes(), "lower_bound": lower, "incumbent": upper, "gap": gap,
+    # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
+    stop = stop_of(backend.STATUS.get(scip.getStatus(), "error")) if left > 0 else "time_limit"
+    log = [{"iteration": scip.getNNodes(), "lower_bound": lower, "incumbent": upper,
+            "gap": relative_gap(upper, lower),
             "cuts": handler.n_cuts, "time": time.perf_counter() - start,
             "master_status": scip.getStatus()}]
-    return ExactSolve(handler.best, upper, lower, status, log,
+    return SolverRun(handler.best, upper, lower, stop, log,
                       {"solver": "SCIP single-tree", "solver_version": backend.version(),
                        "master_status": scip.getStatus(), "nodes": scip.getNNodes(),
                        "cuts": handler.n_cuts})

@@ -28,7 +28,10 @@ METRIC_SPLIT = 0.25
 
 @dataclass
 class ProxRun:
-    """A solver run: estimates, value, proven bound (or None), status and a log."""
+    """A solver run: estimates, value, proven bound (or None), status and a log.
+
+    ``status``: ``converged`` (the run's own criterion met; ``method.final_status`` decides
+    whether that is ``optimal``), ``iteration_limit`` or ``heuristic`` (no bound sought)."""
 
     theta: np.ndarray
     centers: np.ndarray          # (m, d): the center gamma_j of every task
@@ -90,7 +93,7 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
         log.append({"iter": it, "objective": objective, "lower_bound": best,
                     "rel_gap": gap / max(abs(objective), 1e-300)})
         if gap <= rel_gap * abs(objective):  # relative, no absolute floor: scale-free
-            status = "optimal"
+            status = "converged"
             break
     return ProxRun(theta, np.broadcast_to(offset(center), (m, d)).copy(), objective,
                    None if best == -math.inf else best, status, it, log)

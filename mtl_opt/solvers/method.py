@@ -1,0 +1,119 @@
+"""Methods and solver runs: the one path from an estimator to a certified status.
+
+A family lists its algorithms as ``Method`` records in one table (e.g.
+``solvers.sparse_methods.METHODS``); the estimator, ``certify``, instance files
+and the bench all look a name up there (``lookup``), ask ``Method.refuse``
+before any work, and call ``Method.solve``, which returns a ``SolverRun``.
+``final_status`` turns that run into the ``FitResult`` status: it is the one
+place in the package that says ``optimal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidParameterError
+from ..result import checked_bound, relative_gap
+from .backends import pick_backend
+
+#: Why a solver run stopped.  ``converged``: on the method's own criterion (a gap it was
+#: asked for, an exhausted tree, a fixed point, a backend's own gap, a master repeating
+#: itself); ``time_limit`` / ``iteration_limit``: a budget ran out first; ``infeasible``:
+#: proven to have no solution; ``error``: the backend failed.  Whether a converged run is
+#: ``optimal`` is decided by ``final_status`` from the bound, never by the method.
+STOPS = ("converged", "time_limit", "iteration_limit", "infeasible", "error")
+
+#: Keys every ``SolverRun.log`` row may carry (a method logs those it has, plus its own):
+#: ``iteration`` (int), ``time`` (s since the run began), ``lower_bound`` and ``incumbent``
+#: (on the run's objective), ``gap`` (relative, ``result.relative_gap``).  The bench traces
+#: (time, lower_bound, incumbent).
+LOG_KEYS = ("iteration", "time", "lower_bound", "incumbent", "gap")
+
+
+@dataclass
+class SolverRun:
+    """What a solve function returns: the estimate, its objective, a proven lower bound
+    (or None), why the run stopped (``STOPS``), its log (``LOG_KEYS``) and the native
+    figures of the solver (``native["solver"]`` and ``["solver_version"]`` name it)."""
+
+    estimate: Any
+    objective: float
+    lower_bound: float | None = None
+    stop: str = "converged"
+    log: list = field(default_factory=list)
+    native: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.stop not in STOPS:
+            raise ValueError(f"SolverRun.stop must be one of {STOPS}; got {self.stop!r}.")
+
+
+def stop_of(backend_status: str) -> str:
+    """A backend's status (``backends.STATUSES``) as a ``SolverRun.stop``: the backend's own
+    ``optimal`` or ``gap_limit`` is its criterion met (our gap is measured by ``final_status``)."""
+    if backend_status in ("optimal", "gap_limit"):
+        return "converged"
+    return backend_status if backend_status in STOPS else "error"
+
+
+def final_status(run: SolverRun, rel_gap: float) -> str:
+    """The ``FitResult`` status of ``run``: the only place that says ``optimal``.
+
+    ``infeasible`` and ``error`` stand; otherwise ``optimal`` when the bound that passes
+    ``checked_bound`` proves a relative gap <= ``rel_gap``; without such a bound ``heuristic``
+    for a converged run; with a wider gap ``gap_limit`` for a converged run; else the budget
+    that ran out (``time_limit``, ``iteration_limit``).
+    """
+    if run.stop in ("infeasible", "error"):
+        return run.stop
+    gap = relative_gap(run.objective, checked_bound(run.objective, run.lower_bound)[0])
+    if gap is not None and gap <= rel_gap:
+        return "optimal"
+    if run.stop != "converged":
+        return run.stop
+    return "heuristic" if gap is None else "gap_limit"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One algorithm of a family.
+
+    ``backends``: the backend names it runs on (``(None,)`` for a method in numpy; the first is
+    the default); ``problem_class``: what that backend must solve (``backends.pick_backend``).
+    ``certifies``: whether its runs carry a proven lower bound, and ``bound_source`` says what
+    that bound is.  ``refuse(problem, backend)`` says why it cannot run (None when it can),
+    cheaply, before any work.  ``solve(problem, incumbent, options, deadline, backend,
+    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``).
+    """
+
+    name: str
+    backends: tuple
+    certifies: bool
+    refuse: Callable[[Any, str | None], str | None]
+    solve: Callable[..., SolverRun]
+    description: str = ""
+    problem_class: str | None = None
+    bound_source: str | None = None
+
+    def refusal(self, problem, backend: str | None) -> str | None:
+        """Why this method cannot run ``problem`` on ``backend`` (None: the default one), or None."""
+        if backend is not None and backend not in self.backends:
+            runs_on = ("mtl_opt itself (no backend)" if self.backends == (None,)
+                       else " or ".join(repr(b) for b in self.backends))
+            return f"solver={self.name!r} runs on {runs_on}; got backend={backend!r}"
+        return self.refuse(problem, backend)
+
+    def check_backend(self, backend: str | None) -> None:
+        """Raise the backend's own error when it is missing or cannot solve ``problem_class``."""
+        if self.problem_class is not None:
+            pick_backend(self.problem_class, backend)
+
+
+def lookup(table: Mapping[str, Method], name: str, what: str = "method") -> Method:
+    """``table[name]``; an unknown name is an InvalidParameterError listing the valid ones."""
+    if name not in table:
+        raise InvalidParameterError(
+            f"unknown {what} {name!r}; valid: {', '.join(map(repr, table))}.")
+    return table[name]

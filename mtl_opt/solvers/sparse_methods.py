@@ -1,0 +1,151 @@
+"""The sparse family's method table: every algorithm ``SparseMTL`` can run, in one place.
+
+``SparseMTL``, its ``certify``, instance files and the bench all resolve a
+``solver=`` name here (``resolve``), ask the method to ``refuse`` before any
+work, and run it through ``run_exact`` (an exact method from an incumbent) or
+``METHODS["bcd"].solve`` (the heuristic).  Old spellings still work:
+``solver="oa"`` is multi-tree OA, except with ``backend="scip"``, where it meant
+single-tree OA and still does, with a DeprecationWarning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import __version__
+from ..deadline import Deadline
+from ..formulations.sparse import SparseProblem
+from .backends import pick_backend
+from .bcd import fit_bcd
+from . import bnb
+from .method import Method, SolverRun, lookup
+from .oa import solve_miqp, solve_oa
+from .oa_scip import solve_oa_single_tree
+from .options import SolveOptions
+
+
+def _exact_curvature(problem: SparseProblem, backend) -> str | None:
+    """Why the cuts and the Big-M cannot be proven here (too little curvature), or None."""
+    try:
+        problem.exact_curvature()
+    except ValueError as exc:   # InvalidParameterError, naming the task and lambda_ridge
+        return str(exc)
+    return None
+
+
+def _bnb_scope(problem: SparseProblem, backend) -> str | None:
+    return bnb.refusal(problem)
+
+
+def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
+    B, log, n_iter = fit_bcd(problem, incumbent, max_iter=max_iter, local_search=local_search,
+                             deadline=deadline)
+    # stops at the deadline with its best answer, which is still a heuristic one
+    return SolverRun(B, problem.objective(B), None, "converged", log,
+                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter})
+
+
+def _oa(problem, incumbent, options, deadline, backend):
+    return solve_oa(problem, pick_backend("milp", backend), options, incumbent, deadline=deadline)
+
+
+def _oa_single_tree(problem, incumbent, options, deadline, backend):
+    return solve_oa_single_tree(problem, options, incumbent, deadline=deadline)
+
+
+def _miqp(problem, incumbent, options, deadline, backend):
+    return solve_miqp(problem, pick_backend("miqp", backend), options, incumbent, deadline=deadline)
+
+
+def _bnb(problem, incumbent, options, deadline, backend):
+    return bnb.solve_bnb(problem, options, incumbent, deadline=deadline)
+
+
+def _never(problem, backend) -> None:
+    return None
+
+
+#: Method name -> Method.  ``problem_class`` of each is what its backend must solve.
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("bcd", (None,), False, _never, _bcd,
+           "block IHT + local search (no bound)"),
+    Method("oa_multi_tree", ("highs", "scip"), True, _exact_curvature, _oa,
+           "outer approximation, multi-tree (MILP master re-solved between cuts)",
+           "milp", "outer-approximation master dual bound"),
+    Method("oa_single_tree", ("scip",), True, _exact_curvature, _oa_single_tree,
+           "outer approximation, single-tree (cuts inside one SCIP search)",
+           "milp", "outer-approximation master dual bound"),
+    Method("miqp", ("scip",), True, _exact_curvature, _miqp,
+           "Big-M perspective MIQP", "miqp", "Big-M MIQP dual bound"),
+    Method("bnb", (None,), True, _bnb_scope, _bnb,
+           "branch and bound, perspective-dual node bounds (no Zbar/Bbar)",
+           None, "smallest open node's perspective dual bound"),
+)}
+#: Names ``solver=`` accepts: the methods and the old spelling "oa".
+NAMES = (*METHODS, "oa")
+
+
+def resolve(solver: str, backend: str | None) -> Method:
+    """The method ``solver`` names on ``backend`` (old spellings mapped, with a warning where
+    their meaning is deprecated); an unknown name lists the valid ones."""
+    if solver == "oa":
+        if backend != "scip":
+            return METHODS["oa_multi_tree"]
+        warnings.warn("solver='oa' with backend='scip' means single-tree outer approximation; "
+                      "write solver='oa_single_tree' (or solver='oa_multi_tree' for the multi-tree "
+                      "loop on SCIP): after this release 'oa' will mean multi-tree on every backend.",
+                      DeprecationWarning, stacklevel=3)
+        return METHODS["oa_single_tree"]
+    return lookup(METHODS, solver, "sparse solver")
+
+
+def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
+              options: SolveOptions, deadline: Deadline, backend: str | None) -> SolverRun:
+    """Run the exact ``method`` from ``incumbent`` until ``deadline``; the run on ``problem``.
+
+    The method sees the normalized twin ``problem.scaled(root)`` (``normalizing_root``), whose
+    objective at the incumbent is between 1/2 and 2: its tolerances are then relative to the
+    objective, whatever the units of y.  This is also the one place of the fallback bound:
+    every term of F is a square or a non-negative penalty, so F >= 0 stands in for a bound
+    the method did not reach (none, or a negative one) before it stopped (``native["bound"]``
+    says which bound the run carries).
+    """
+    root = normalizing_root(problem.objective(incumbent))
+    if root is None:   # F >= 0 everywhere, so an incumbent with F = 0 is optimal
+        return SolverRun(incumbent, 0.0, 0.0, "converged", [],
+                         {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
+                          "bound": "F >= 0, and F = 0 at the incumbent"})
+    run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend),
+                   root)
+    run.native["bound"] = method.bound_source
+    if run.lower_bound is None or run.lower_bound <= 0:
+        run.lower_bound = 0.0
+        run.native["bound"] = (f"trivial bound (F >= 0; stopped before the {method.bound_source} "
+                               f"rose above 0)")
+    return run
+
+
+def normalizing_root(objective: float) -> float | None:
+    """The power of 2 nearest sqrt(objective) (None when the objective is 0).
+
+    Dividing y by it (``SparseProblem.scaled``) divides F by its square, a power of 4 within a
+    factor 2 of F: exact in floating point, and the twin's objective is near 1.
+    """
+    if not objective > 0:
+        return None
+    mantissa, exponent = np.frexp(objective)   # objective = mantissa 2^exponent, mantissa in [1/2, 1)
+    return float(np.ldexp(1.0, int(exponent) // 2))
+
+
+def unscaled(run: SolverRun, root: float) -> SolverRun:
+    """A run on ``problem.scaled(root)`` mapped back to ``problem``: the estimate times root,
+    objective and bounds (also in the log) times root^2 (exact for a power of 2 root)."""
+    powers = {"objective": 2, "lower_bound": 2, "incumbent": 2, "big_m": 1}
+
+    def back(key, value):
+        return value if value is None or key not in powers else value * root**powers[key]
+    log = [{key: back(key, value) for key, value in row.items()} for row in run.log]
+    return SolverRun(run.estimate * root, back("objective", run.objective),
+                     back("lower_bound", run.lower_bound), run.stop, log, dict(run.native))
