@@ -68,6 +68,15 @@ def test_every_variant_and_solver_leaves_the_constant_pairs_out(sites, variant):
             assert result.lower_bound <= result.objective * (1 + TOL), (variant, path)
 
 
+def test_certify_keeps_the_unidentified_pairs(sites):
+    """certify replaces result_: the pairs must survive it (they were dropped, so a certified
+    sparse row of the real-data table showed 0 pairs where the fit had listed 126)."""
+    fitted = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.05).fit(sites)
+    listed = fitted.result_.unidentified
+    certified = fitted.certify(sites, solver="bnb", time_limit=30)
+    assert listed and certified.unidentified == listed and fitted.result_ is certified
+
+
 def test_l0l2_task_with_a_constant_column_equals_its_fit_without_that_column():
     """Tasks decouple in l0l2: the joint fit's site 0 is site 0 alone with feature 0 deleted.
 

@@ -75,6 +75,12 @@ class MTLEstimator:
         start = time.perf_counter()
         result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
+        self._adopt(result, data)
+        return self
+
+    def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
+        """Make ``result`` this estimator's ``result_``, with what every result records about
+        the fit: the parameters and the (task, feature) pairs the data leave unidentified."""
         result.params = {k: v for k, v in self.get_params().items() if _is_plain(v)}
         mask = self._unidentified_mask(data)
         if mask is not None:
@@ -82,7 +88,6 @@ class MTLEstimator:
         self.result_ = result
         self.coef_, self.intercept_ = result.coef, result.intercept
         self.task_names_ = list(data.task_names)
-        return self
 
     def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray | None:
         """(K, p) bool: the pairs ``result_.unidentified`` lists, by the ``identification`` rule

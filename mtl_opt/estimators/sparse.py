@@ -181,9 +181,7 @@ class SparseMTL(MTLEstimator):
                 f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {solver!r}.")
         run = run_exact(method, problem, self.result_.extra["coef_fitted"], options, deadline, backend)
         result = self._result(problem, scaler, std_data, run, method.name, options)
-        result.params = self.result_.params
-        self.result_ = result
-        self.coef_, self.intercept_ = result.coef, result.intercept
+        self._adopt(result, data)
         return result
 
     def exact_model(self, data: MultiTaskData, kind: str = "miqp"):

@@ -28,11 +28,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 import scipy.linalg
 
 from ..formulations.sparse import SparseProblem
 from ..deadline import Deadline
+from ..resources import one_blas_thread
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12
@@ -40,14 +40,7 @@ IMPROVEMENT = 1e-12
 STABLE_SWEEPS = 1
 
 
-#: bcd's linear algebra is many small solves (Cholesky of s x s to K s x K s systems, X_k^T r):
-#: a multi-threaded BLAS spends more on waking its threads than on the work.  Measured on
-#: issue 18's p=1500, K=4, n_k=50 instance (2 cores, load ~2): 1.00 s with OpenBLAS's 2
-#: threads, 0.25 s with one; 10.9 s against 0.62 s on a busy machine.
-_ONE_BLAS_THREAD = threadpool_limits.wrap(limits=1, user_api="blas")
-
-
-@_ONE_BLAS_THREAD
+@one_blas_thread
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
             tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000,
             deadline: Deadline | None = None):

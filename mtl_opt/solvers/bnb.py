@@ -47,6 +47,7 @@ from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
 from ..deadline import Deadline
+from ..resources import one_blas_thread
 from .method import SolverRun
 from .oa import _format_row
 from .options import SolveOptions
@@ -62,6 +63,7 @@ MEMORY = 10
 FREE, OUT, IN = -1, 0, 1
 
 
+@one_blas_thread
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
               node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
