@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..data import MultiTaskData
@@ -145,7 +147,9 @@ class SparseMTL(MTLEstimator):
         options = self.solve_options or SolveOptions()
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         problem, scaler, data = self._problem(data)
-        method = self._method(problem, self.solver, self.backend)   # cheap, and already checked
+        with warnings.catch_warnings():     # check() has already warned about an old spelling
+            warnings.simplefilter("ignore", DeprecationWarning)
+            method = self._method(problem, self.solver, self.backend)   # cheap, already checked
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
