@@ -95,11 +95,11 @@ def tuned_sparse(variant: str, grid: dict, certify_solver: str, backend: str | N
 
 METHODS = (
     ("SparseMTL zbar_l2", tuned_sparse("zbar_l2", {"s": ZBAR_S_GRID, "lambda_zbar": ZBAR_GRID},
-                                       "oa", backend="scip")),
+                                       "oa_single_tree", backend="scip")),
     ("SparseMTL l0l2", tuned_sparse("l0l2", {"s": S_GRID}, "bnb")),
     ("SparseMTL bbar", tuned_sparse("bbar", {"s": BBAR_S_GRID, "lambda_bbar": BBAR_GRID,
                                              "lambda_ridge": [BBAR_RIDGE]},
-                                    "oa", backend="scip")),
+                                    "oa_single_tree", backend="scip")),
     ("per-school ridge", tuned(ridge_cv)),
     ("per-school LS (ITL)", plain(IndependentTasks())),
     ("pooled OLS", plain(PooledOLS())),
