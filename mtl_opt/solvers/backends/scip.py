@@ -6,6 +6,9 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+import pyomo.environ as pyo
+from pyomo.common.timing import HierarchicalTimer
+from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.repn import generate_standard_repn
 
 from mtl_opt.deadline import Deadline
@@ -113,6 +116,24 @@ class ScipBackend(Backend):
         from pyomo.contrib.solver.solvers.scip import scip_direct
 
         return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
+
+    # --- for code that drives SCIP itself (single-tree OA's constraint handler) ------------
+
+    def native_model(self, model: pyo.Block) -> tuple[Any, Mapping[Any, Any]]:
+        """``model`` as a pyscipopt Model, translated as ``solve`` translates it (Pyomo's
+        ``scip_direct``), and the map from ``model``'s variables to the Model's."""
+        self._require_available()
+        solver = SolverFactory(self.pyomo_name)
+        scip, _, _ = solver._create_solver_model(model, solver.config(value={"timer": HierarchicalTimer()}))
+        return scip, solver._pyomo_var_to_solver_var_map
+
+    def set_options(self, scip: Any, opts: SolveOptions) -> None:
+        """Set ``opts`` on the pyscipopt Model ``scip`` as ``solve`` would: ``solver_options``
+        checked first (InvalidParameterError naming a bad one), then translated; output only
+        when ``opts.verbose``."""
+        self._reject_bad_options(opts.solver_options)
+        scip.setParams(self.native_options(opts))
+        scip.hideOutput(not opts.verbose)
 
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
         # Pyomo's ScipSolutionLoader keeps the pyscipopt model and the
