@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -149,6 +150,9 @@ class Backend(abc.ABC):
     install_hint: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
+    #: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself, so Python
+    #: never saw it (``raise_if_interrupted``).
+    INTERRUPTED: ClassVar[frozenset[str]] = frozenset()
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
     #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
@@ -165,7 +169,7 @@ class Backend(abc.ABC):
     def available(self) -> bool:
         """Whether the solver can be used here (never raises)."""
         try:
-            return bool(SolverFactory(self.pyomo_name).available())
+            return bool(self._queried().available())
         except Exception:  # a broken install is "not available", not a crash
             logger.debug("%s availability check failed", self.label, exc_info=True)
             return False
@@ -173,7 +177,14 @@ class Backend(abc.ABC):
     def version(self) -> str:
         """The solver's version, e.g. ``"1.16.0"``."""
         self._require_available()
-        return ".".join(str(part) for part in SolverFactory(self.pyomo_name).version())
+        return ".".join(str(part) for part in self._queried().version())
+
+    @classmethod
+    @functools.cache
+    def _queried(cls) -> Any:
+        """One Pyomo solver per adapter, kept for availability and version queries (Pyomo's Gurobi
+        interfaces count their instances and warn when one that never solved is collected)."""
+        return SolverFactory(cls.pyomo_name)
 
     def check(self, capability: str) -> None:
         """Raise CapabilityError, naming who can, if ``capability`` is not supported."""
@@ -245,10 +256,7 @@ class Backend(abc.ABC):
                 wall_time=time.perf_counter() - clock, problem_class=problem_class,
                 native={"status": "not started: the deadline passed first"})
         except Exception as exc:
-            raise SolverError(
-                f"{self.label} failed on this {problem_class.upper()} model: {exc} "
-                "(rerun with verbose=True to see the solver log)."
-            ) from exc
+            raise self._failure(exc, problem_class) from exc
         wall_time = time.perf_counter() - clock
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
@@ -351,6 +359,11 @@ class Backend(abc.ABC):
     def _accepts(self, probe: Any, key: str, value: Any) -> bool:
         """Whether the solver takes option ``key=value`` (set on ``probe``)."""
 
+    def _failure(self, exc: Exception, problem_class: str) -> Exception:
+        """The error to raise for ``exc``, raised by the solver during a solve (default: SolverError)."""
+        return SolverError(f"{self.label} failed on this {problem_class.upper()} model: {exc} "
+                           "(rerun with verbose=True to see the solver log).")
+
     def _prepare(self, options: Mapping[str, Any]) -> None:
         """Process-level set-up the native options need before a solve (default: none)."""
 
@@ -424,15 +437,10 @@ class _OnOptimize(HierarchicalTimer):
         super().start(identifier)
 
 
-#: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself (SCIP does,
-#: by default), so Python never saw it.
-INTERRUPTED = frozenset({"userinterrupt", "kInterrupt", "kHighsInterrupt"})
-
-
 def raise_if_interrupted(label: str, native_status: str) -> None:
     """Hand a Ctrl-C that the native solver caught back to Python, so the fit stops like any
     other interrupted work (the CLI exits 130) instead of reporting the cut-short run."""
-    if native_status in INTERRUPTED:
+    if any(native_status in cls.INTERRUPTED for cls in BACKENDS.values()):
         raise KeyboardInterrupt(f"{label} was interrupted")
 
 

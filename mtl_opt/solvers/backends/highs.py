@@ -30,6 +30,7 @@ class HighsBackend(Backend):
                          "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
                          "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
     }
+    INTERRUPTED = frozenset({"kInterrupt", "kHighsInterrupt"})
 
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
         return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,

@@ -65,6 +65,7 @@ class ScipBackend(Backend):
         "memlimit": "iteration_limit",  # a work limit: SCIP's dual bound at the stop is still valid
         "unknown": "error",
     }
+    INTERRUPTED = frozenset({"userinterrupt"})
     LP_OPTIONS = {"presolving/maxrounds": 0, "propagating/maxrounds": 0,
                   "propagating/maxroundsroot": 0}
 
