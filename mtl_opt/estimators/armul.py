@@ -13,7 +13,7 @@ from ..formulations.armul import ArmulProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult, certified_status
 from ..solvers import prox
-from ..solvers.backends import get_backend
+from ..solvers.backends import BACKENDS, get_backend
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -155,8 +155,8 @@ class ARMUL(GLMTasks):
     solver : {"prox", "scip"}, default="prox"
         ``prox``: ``mtl_opt.solvers.prox``; ``scip``: the exact Pyomo model
         (vanilla both losses; clustered squared loss only; no low-rank model).
-    backend : {"scip"} or None
-        Accepted from instance files; only with solver="scip".
+    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
+        Only with solver="scip": the backend of the exact model (None: SCIP).
     fit_intercept, standardize : bool, default=True
         See ``GLMTasks``.
     n_init : int, default=10
@@ -205,7 +205,7 @@ class ARMUL(GLMTasks):
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
         "c": [Interval(0.0, None)],
         "solver": [OneOf(("prox", "scip"))],
-        "backend": [OneOf((None, "scip"))],
+        "backend": [OneOf((None, *BACKENDS))],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
@@ -268,8 +268,8 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version, source = self._solve_scip(problem, options, deadline)
-            return self._finish(data, problem, run, "SCIP", version, source, options)
+            run, solver, version, source = self._solve_scip(problem, options, deadline)
+            return self._finish(data, problem, run, solver, version, source, options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem, self._response_scale)
             run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
@@ -293,10 +293,10 @@ class ARMUL(GLMTasks):
         else:
             model = formulation.build_clustered_model(problem, self.n_components)
             kind = "miqcp"
-        backend = get_backend("scip")
+        backend = get_backend(self.backend or "scip")
         out = backend.solve(model, kind, options, deadline=deadline)
         if not out.has_solution:
-            raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
+            raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                               f"raise time_limit or use solver='prox'.")
         theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
         if self.structure == "vanilla":
@@ -308,12 +308,12 @@ class ARMUL(GLMTasks):
             centers, extra = table[labels], {"centers": table, "labels": labels}
         objective = problem.objective(theta, centers)
         if self.structure == "vanilla":
-            bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
+            bound, source = problem.dual_bound(theta, "vanilla"), f"dual feasible point from {out.solver}'s solution"
         else:
-            bound, source = out.bound, "SCIP dual bound"
+            bound, source = out.bound, f"{out.solver} dual bound"
         run = prox.ProxRun(theta, centers, objective, bound, out.status, 0, [],
                            {**extra, "native": dict(out.native)})
-        return run, out.solver_version, source
+        return run, out.solver, out.solver_version, source
 
     def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
         run, extra = self._restored(run), {}

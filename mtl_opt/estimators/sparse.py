@@ -11,7 +11,7 @@ from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult
 from ..result import relative_gap
-from ..solvers.backends import pick_backend
+from ..solvers.backends import BACKENDS, pick_backend
 from ..solvers.bcd import fit_bcd
 from ..solvers.bnb import solve_bnb
 from ..deadline import Deadline
@@ -69,8 +69,8 @@ class SparseMTL(MTLEstimator):
     max_iter : int, default=1000
         Maximum IHT sweeps.
     local_search : bool, default=True
-    backend : {"highs", "scip"} or None
-        MILP backend of ``oa`` (default HiGHS); ``miqp`` runs on SCIP.
+    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` ("highs", "scip", ...) or None
+        MILP backend of ``oa`` (default HiGHS; on SCIP single-tree); ``miqp`` runs on SCIP by default.
     solve_options : SolveOptions or None
         time_limit (the whole fit: the bcd warm start gets at most half of it
         before an exact solver), rel_gap (tolerance for status ``optimal``),
@@ -99,7 +99,7 @@ class SparseMTL(MTLEstimator):
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
         "solver": [OneOf(("bcd", "oa", "miqp", "bnb"))],
-        "backend": [OneOf(("highs", "scip", None))],
+        "backend": [OneOf((*BACKENDS, None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
         "fit_intercept": [BOOLEAN],
