@@ -38,8 +38,13 @@ class BenchSolver:
 
     def not_applicable(self, method: str, params: dict) -> str | None:
         """Why this solver cannot run an instance of ``method`` with ``params``, or None."""
+        from ..solvers.backends import get_backend
+
         if method != self.method:
             return f"{self.name} solves {self.method} instances, not {method}"
+        backend = self.params.get("backend") and get_backend(self.params["backend"])
+        if backend and not backend.available():
+            return f"{backend.label} is not installed here ({backend.install_hint})"
         return self.requires(params)
 
 
@@ -61,6 +66,13 @@ def _armul_model(params: dict) -> str | None:
     return None
 
 
+def _armul_quadratic_model(params: dict) -> str | None:
+    """The exact ARMUL model where the backend has no NLP (logistic loss)."""
+    if params["loss"] != "squared":
+        return "the logistic ARMUL model needs an NLP backend (SCIP)"
+    return _armul_model(params)
+
+
 #: Solver name -> setting, in the order ``--list-solvers`` prints them.
 SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
     BenchSolver("bcd", "sparse_mtl", {"solver": "bcd", "backend": None},
@@ -71,6 +83,10 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
                 "outer approximation, single-tree (cuts inside one SCIP search)", _ridge),
     BenchSolver("miqp-scip", "sparse_mtl", {"solver": "miqp", "backend": "scip"},
                 "Big-M perspective MIQP on SCIP", _ridge),
+    BenchSolver("oa-gurobi", "sparse_mtl", {"solver": "oa", "backend": "gurobi"},
+                "outer approximation, multi-tree (MILP master re-solved on Gurobi)", _ridge),
+    BenchSolver("miqp-gurobi", "sparse_mtl", {"solver": "miqp", "backend": "gurobi"},
+                "Big-M perspective MIQP on Gurobi", _ridge),
     BenchSolver("bnb", "sparse_mtl", {"solver": "bnb", "backend": None},
                 "branch and bound, perspective-dual node bounds (no Zbar/Bbar)", _bnb_scope),
     BenchSolver("median-sort", "molar", {"median": "closed_form", "backend": None},
@@ -79,10 +95,15 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
                 "weighted-median LP on HiGHS"),
     BenchSolver("median-lp-scip", "molar", {"median": "lp", "backend": "scip"},
                 "weighted-median LP on SCIP"),
+    BenchSolver("median-lp-gurobi", "molar", {"median": "lp", "backend": "gurobi"},
+                "weighted-median LP on Gurobi"),
     BenchSolver("prox", "armul", {"solver": "prox", "backend": None},
                 "FISTA (vanilla, duality gap) / alternating search (clustered, low-rank)"),
     BenchSolver("armul-scip", "armul", {"solver": "scip", "backend": None},
                 "the exact ARMUL model on SCIP (vanilla, clustered)", _armul_model),
+    BenchSolver("armul-gurobi", "armul", {"solver": "scip", "backend": "gurobi"},
+                "the exact ARMUL model on Gurobi (vanilla, clustered; squared loss)",
+                _armul_quadratic_model),
 )}
 
 

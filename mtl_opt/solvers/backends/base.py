@@ -157,6 +157,8 @@ class Backend(abc.ABC):
     #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
     DUAL_TOLERANCE: ClassVar[tuple[str, float]]
+    #: (native name, default) of the primal-feasibility tolerance: how far a row may be violated.
+    PRIMAL_TOLERANCE: ClassVar[tuple[str, float]]
     _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)
 
     def __init_subclass__(cls, **kwargs):

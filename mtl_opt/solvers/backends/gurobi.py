@@ -25,6 +25,7 @@ class GurobiBackend(Backend):
     install_hint = "install it with `pip install mtl-opt[gurobi]` (gurobipy)"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP})
     DUAL_TOLERANCE = ("OptimalityTol", 1e-6)
+    PRIMAL_TOLERANCE = ("FeasibilityTol", 1e-6)
     STATUS = {  # gurobipy.GRB.Status member names
         "OPTIMAL": "optimal",
         "TIME_LIMIT": "time_limit",
@@ -38,6 +39,12 @@ class GurobiBackend(Backend):
                          "SUBOPTIMAL", "INTERRUPTED"), "error"),  # (interrupts raise first)
     }
     INTERRUPTED = frozenset({"INTERRUPTED"})
+
+    def dual_tolerance(self, opts: SolveOptions) -> float:
+        # Gurobi reads parameter names in any case, the last one set winning: so must the bound margin.
+        values = {key.lower(): value for key, value in opts.solver_options.items()}
+        name, default = self.DUAL_TOLERANCE
+        return float(values.get(name.lower(), default))
 
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
         return {"TimeLimit": opts.time_limit, "MIPGap": opts.rel_gap, "MIPGapAbs": opts.abs_gap,
