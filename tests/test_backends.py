@@ -272,7 +272,7 @@ def test_highs_mip_start_gives_an_incumbent_and_completes_the_continuous_part():
     assert m.y.value == pytest.approx(1.0)
 
 
-NODE_LIMIT = {"highs": {"mip_max_nodes": 1}, "scip": {"limits/nodes": 1}}
+NODE_LIMIT = {"highs": {"mip_max_nodes": 1}, "scip": {"limits/nodes": 1}, "gurobi": {"NodeLimit": 1}}
 
 
 @pytest.mark.parametrize("name", backends_with("milp"))

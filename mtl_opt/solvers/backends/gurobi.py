@@ -39,6 +39,7 @@ class GurobiBackend(Backend):
                          "SUBOPTIMAL", "INTERRUPTED"), "error"),  # (interrupts raise first)
     }
     INTERRUPTED = frozenset({"INTERRUPTED"})
+    LP_OPTIONS = {"DualReductions": 0}  # so an infeasible LP is INFEASIBLE, not INF_OR_UNBD
 
     def dual_tolerance(self, opts: SolveOptions) -> float:
         # Gurobi reads parameter names in any case, the last one set winning: so must the bound margin.
