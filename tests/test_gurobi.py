@@ -58,7 +58,7 @@ def test_a_model_beyond_the_size_limited_license_is_a_clear_error():
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(2001), bounds=(0, 1))
     m.obj = pyo.Objective(expr=sum(m.x.values()))
-    with pytest.raises(LicenseLimitError, match="2000 variables.*backend='highs' or 'scip'"):
+    with pytest.raises(LicenseLimitError, match="2000 variables.*another backend"):
         get_backend("gurobi").solve(m, "lp")
 
 

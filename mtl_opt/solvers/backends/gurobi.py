@@ -77,6 +77,7 @@ class GurobiBackend(Backend):
         if isinstance(exc, gurobipy.GurobiError) and exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
             return LicenseLimitError(
                 f"This {problem_class.upper()} model is larger than Gurobi's license allows "
-                f"(the pip build's license is limited to {SIZE_LIMITED_LICENSE}): use "
-                "backend='highs' or 'scip', a smaller instance, or install a full Gurobi license.")
+                f"(the pip build's license is limited to {SIZE_LIMITED_LICENSE}): use another "
+                "backend (`mtl-opt solvers` lists what each solves), a smaller instance, or a full "
+                "Gurobi license.")
         return super()._failure(exc, problem_class)
