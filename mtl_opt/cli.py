@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve = commands.add_parser("solve", help="solve an instance file and write a JSON result",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     solve.add_argument("instance", type=Path, help="instance file (TOML)")
-    solve.add_argument("--backend", choices=["highs", "scip"], help="override [solve] backend")
+    solve.add_argument("--backend", help="override [solve] backend (names: `mtl-opt solvers`)")
     solve.add_argument("--time-limit", type=finite_float, help="override [solve] time_limit (seconds)")
     solve.add_argument("--rel-gap", type=finite_float, help="override [solve] rel_gap")
     solve.add_argument("--out", type=Path,

@@ -34,6 +34,10 @@ class CapabilityError(MTLOptError, ValueError):
     """A backend was asked for a problem class it cannot solve (e.g. MIQP on HiGHS)."""
 
 
+class LicenseLimitError(CapabilityError):
+    """The backend's license does not cover a model this large (e.g. gurobipy's pip license)."""
+
+
 class SolverUnavailableError(MTLOptError, RuntimeError):
     """The requested solver backend is not installed or cannot be loaded."""
 

@@ -173,6 +173,17 @@ def test_solvers_that_cannot_take_an_instance_say_why():
     assert why("median-sort", "sparse_mtl") == "median-sort solves molar instances, not sparse_mtl"
 
 
+
+def test_a_solver_whose_backend_is_not_installed_is_not_applicable(monkeypatch):
+    """An optional backend (gurobipy, the ``gurobi`` extra) missing is a not_applicable row, not an error."""
+    from mtl_opt.solvers.backends import GurobiBackend
+
+    monkeypatch.setattr(GurobiBackend, "available", lambda self: False)
+    params = full_params("sparse_mtl", {"lambda_ridge": 0.1})
+    assert "Gurobi is not installed" in SOLVERS["oa-gurobi"].not_applicable("sparse_mtl", params)
+    assert SOLVERS["oa-highs"].not_applicable("sparse_mtl", params) is None
+    assert "logistic" in SOLVERS["armul-gurobi"].requires(full_params("armul", {"loss": "logistic"}))
+
 def test_performance_ratios_follow_dolan_more():
     def row(instance, solver, status, t, repeat=0):
         return {"instance": instance, "solver": solver, "status": status, "time_s": t, "repeat": repeat}

@@ -332,6 +332,20 @@ def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
     assert result.lower_bound is None or result.lower_bound <= optimum + 1e-9
 
 
+
+@pytest.mark.parametrize("bad", [{"limits/tyme": 5}, {"limits/time": "soon"}])
+def test_single_tree_oa_refuses_a_bad_scip_option_by_name(bad):
+    """solver_options go through the SCIP backend's check, as on every other path (was a bare KeyError)."""
+    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+
+    problem, _ = random_problem("l0l2", 6002, K=2, p=4, n=10, s=2)
+    start = np.zeros((2, 4))
+    start[:, :2] = 1.0
+    (name,) = bad
+    with pytest.raises(InvalidParameterError, match=name):
+        solve_oa_single_tree(problem, SolveOptions(time_limit=30, solver_options=bad), start)
+
+
 BNB_SOUNDNESS = [(variant, K, p, n, seed) for variant in ("l0l2", "cs_l2")
                  for K, p, n, seed in [(1, 8, 6, 0), (1, 7, 20, 1), (2, 7, 5, 2), (2, 6, 15, 3),
                                        (3, 6, 4, 4), (3, 7, 12, 5), (2, 8, 8, 6), (1, 9, 4, 7)]]

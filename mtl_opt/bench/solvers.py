@@ -44,9 +44,13 @@ class BenchSolver:
         """Why this solver cannot run an instance of ``method`` with ``params`` (and, when
         given, its ``data``: the estimator's own refusal before any work), or None."""
         from ..estimators import ESTIMATORS
+        from ..solvers.backends import get_backend
 
         if method != self.method:
             return f"{self.name} solves {self.method} instances, not {method}"
+        backend = self.params.get("backend") and get_backend(self.params["backend"])
+        if backend and not backend.available():
+            return f"{backend.label} is not installed here ({backend.install_hint})"
         reason = self.requires(params)
         if reason is None and data is not None:
             try:
@@ -71,6 +75,13 @@ def _armul_model(params: dict) -> str | None:
     return None
 
 
+def _armul_quadratic_model(params: dict) -> str | None:
+    """The exact ARMUL model where the backend has no NLP (logistic loss)."""
+    if params["loss"] != "squared":
+        return "the logistic ARMUL model needs an NLP backend (SCIP)"
+    return _armul_model(params)
+
+
 #: Solver name -> setting, in the order ``--list-solvers`` prints them.
 SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
     _sparse("bcd", "bcd", None),
@@ -78,6 +89,7 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
     _sparse("oa-scip", "oa_single_tree", "scip"),
     _sparse("oa-multi-scip", "oa_multi_tree", "scip"),
     _sparse("miqp-scip", "miqp", "scip"),
+    _sparse("oa-gurobi", "oa_multi_tree", "gurobi"),
     _sparse("bnb", "bnb", None),
     BenchSolver("median-sort", "molar", {"median": "closed_form", "backend": None},
                 "weighted median by sorting, dual certificate"),
@@ -85,10 +97,15 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
                 "weighted-median LP on HiGHS"),
     BenchSolver("median-lp-scip", "molar", {"median": "lp", "backend": "scip"},
                 "weighted-median LP on SCIP"),
+    BenchSolver("median-lp-gurobi", "molar", {"median": "lp", "backend": "gurobi"},
+                "weighted-median LP on Gurobi"),
     BenchSolver("prox", "armul", {"solver": "prox", "backend": None},
                 "FISTA (vanilla, duality gap) / alternating search (clustered, low-rank)"),
     BenchSolver("armul-scip", "armul", {"solver": "scip", "backend": None},
                 "the exact ARMUL model on SCIP (vanilla, clustered)", _armul_model),
+    BenchSolver("armul-gurobi", "armul", {"solver": "scip", "backend": "gurobi"},
+                "the exact ARMUL model on Gurobi (vanilla, clustered; squared loss)",
+                _armul_quadratic_model),
 )}
 
 

@@ -19,6 +19,7 @@ from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_scip import solve_exact
 from ..solvers.method import SolverRun, final_status
+from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -159,8 +160,8 @@ class ARMUL(GLMTasks):
     solver : {"prox", "scip"}, default="prox"
         ``prox``: ``mtl_opt.solvers.prox``; ``scip``: the exact Pyomo model
         (vanilla both losses; clustered squared loss only; no low-rank model).
-    backend : {"scip"} or None
-        Accepted from instance files; only with solver="scip".
+    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
+        Only with solver="scip": the backend of the exact model (None: SCIP).
     fit_intercept, standardize : bool, default=True
         See ``GLMTasks``.
     n_init : int, default=10
@@ -209,7 +210,7 @@ class ARMUL(GLMTasks):
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
         "c": [Interval(0.0, None)],
         "solver": [OneOf(("prox", "scip"))],
-        "backend": [OneOf((None, "scip"))],
+        "backend": [OneOf((None, *BACKENDS))],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
@@ -272,9 +273,9 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the model build counts too
         problem = self._problem(data, self.c)
         if self.solver == "scip":
-            run, version, source = solve_exact(problem, self.structure, self.n_components,
-                                               options, deadline)
-            return self._finish(data, problem, run, "SCIP", version, source, options)
+            run, solver, version, source = solve_exact(problem, self.structure, self.n_components,
+                                                       options, deadline, self.backend or "scip")
+            return self._finish(data, problem, run, solver, version, source, options)
         if self.structure == "vanilla":
             theta0, center0 = _warm_start(init, problem, self._response_scale)
             run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)

@@ -18,6 +18,7 @@ from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from ..solvers.method import SolverRun, final_status
 from ..solvers.molar import MolarFit, molar_fit, noise_levels
+from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
 
@@ -73,7 +74,7 @@ class MOLAR(MTLEstimator):
     median : {"closed_form", "lp"}, default="closed_form"
         Compute the weighted median by sorting, or as one LP over all
         covariates solved by ``backend``.
-    backend : {"highs", "scip"} or None, default=None
+    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None, default=None
         LP solver when ``median="lp"`` (None picks HiGHS, else SCIP).
     sigma : float, sequence of floats, or None, default=None
         Known noise standard deviation (one, or one per task); None estimates
@@ -120,7 +121,7 @@ class MOLAR(MTLEstimator):
         "threshold": [OneOf(("hard", "soft"))],
         "c_gamma": [Interval(0.0, None)],
         "median": [OneOf(("closed_form", "lp"))],
-        "backend": [OneOf(("highs", "scip", None))],
+        "backend": [OneOf((*BACKENDS, None))],
         "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True),
                   SequenceOf(Interval(0.0, None, open_low=True))],
         "fit_intercept": [BOOLEAN],

@@ -11,6 +11,7 @@ from ..errors import InvalidParameterError
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult
+from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
 from ..solvers.method import final_status
@@ -70,7 +71,7 @@ class SparseMTL(MTLEstimator):
     max_iter : int, default=1000
         Maximum IHT sweeps.
     local_search : bool, default=True
-    backend : {"highs", "scip"} or None
+    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` ("highs", "scip", ...) or None
         MILP backend of ``oa_multi_tree`` (default HiGHS); ``oa_single_tree`` and ``miqp``
         run on SCIP.
     solve_options : SolveOptions or None
@@ -102,7 +103,7 @@ class SparseMTL(MTLEstimator):
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
         "solver": [OneOf(NAMES)],
-        "backend": [OneOf(("highs", "scip", None))],
+        "backend": [OneOf((*BACKENDS, None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
         "fit_intercept": [BOOLEAN],

@@ -1,4 +1,4 @@
-"""ARMUL's exact path: the Pyomo models of ``formulations.armul`` solved by SCIP.
+"""ARMUL's exact path: the Pyomo models of ``formulations.armul`` solved by SCIP (or Gurobi).
 
 Vanilla ARMUL is convex (a QCP, or an NLP with the logistic loss); clustered ARMUL with the
 squared loss is a MIQCP.  ``estimators.armul.ARMUL(solver="scip")`` checks that the model
@@ -19,8 +19,10 @@ from .prox import ProxRun
 
 
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
-                options: SolveOptions, deadline: Deadline) -> tuple[ProxRun, str, str]:
-    """SCIP's solution, a bound and the bound's source.  Vanilla (convex): the bound is our
+                options: SolveOptions, deadline: Deadline,
+                backend_name: str = "scip") -> tuple[ProxRun, str, str, str]:
+    """The backend's (SCIP by default) solution, its solver name and version, a bound and the
+    bound's source.  Vanilla (convex): the bound is our
     safe dual bound at SCIP's point, never SCIP's own (its cone tolerances are absolute);
     clustered: SCIP's dual bound, as SCIP reports it."""
     if structure == "vanilla":
@@ -29,10 +31,10 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
     else:
         model = formulation.build_clustered_model(problem, n_components)
         kind = "miqcp"
-    backend = get_backend("scip")
+    backend = get_backend(backend_name)
     out = backend.solve(model, kind, options, deadline=deadline)
     if not out.has_solution:
-        raise SolverError(f"SCIP found no solution for ARMUL (status {out.status}); "
+        raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                           f"raise time_limit or use solver='prox'.")
     theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
     if structure == "vanilla":
@@ -44,10 +46,10 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         centers, extra = table[labels], {"centers": table, "labels": labels}
     objective = problem.objective(theta, centers)
     if structure == "vanilla":
-        bound, source = problem.dual_bound(theta, "vanilla"), "dual feasible point from SCIP's solution"
+        bound, source = problem.dual_bound(theta, "vanilla"), f"dual feasible point from {out.solver}'s solution"
     else:
-        bound, source = out.bound, "SCIP dual bound"
+        bound, source = out.bound, f"{out.solver} dual bound"
     status = "converged" if out.status == "optimal" else out.status   # SCIP's gap is not ours
     run = ProxRun(theta, centers, objective, bound, status, 0, [],
                   {**extra, "native": dict(out.native)})
-    return run, out.solver_version, source
+    return run, out.solver, out.solver_version, source

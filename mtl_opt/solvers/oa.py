@@ -40,13 +40,16 @@ FRACTIONAL_SUPPORT = 1e-6
 #: model's bound mass (``formulations.sparse.dual_bound_margin``), which on the normalized
 #: problem (objective ~1) stays a small fraction of a 1e-6 gap; the defaults (1e-7) would not.
 DUAL_TOLERANCE = 1e-9
-#: Native options of the exact solves per backend (the user's solver_options still win).  HiGHS's
-#: default mip_feasibility_tolerance (1e-6) leaves its dual bound up to 1e-6 below the master's
-#: optimum, more than a 1e-6 relative gap on the normalized objective.
-EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9, "dual_feasibility_tolerance": DUAL_TOLERANCE},
-                 "scip": {"numerics/dualfeastol": DUAL_TOLERANCE}}
-#: SCIP settings of the Big-M MIQP (the user's solver_options still win): no NLP solver.
-MIQP_SOLVER_OPTIONS = {"nlp/disable": True}
+#: Native options of the exact solves per backend, besides DUAL_TOLERANCE on every backend (the
+#: user's solver_options still win).  HiGHS's default mip_feasibility_tolerance (1e-6) leaves its
+#: dual bound up to 1e-6 below the master's optimum, more than a 1e-6 relative gap on the
+#: normalized objective.
+EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
+#: Native settings of the Big-M MIQP per backend (the user's solver_options still win): SCIP
+#: without its NLP solver; Gurobi's cone relaxations (barrier) converged to 1e-9, not 1e-6: at 1e-6
+#: its bound exceeded the enumerated optimum on 8 of the 30 tiny soundness instances, at 1e-9 on
+#: 1 (by 5e-7 relative; ``checked_bound`` drops such a bound: prefer solver='oa' on Gurobi).
+MIQP_SOLVER_OPTIONS = {"scip": {"nlp/disable": True}, "gurobi": {"BarQCPConvTol": 1e-9}}
 
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
@@ -116,9 +119,11 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
 
 
 def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
-    """``options`` with ``EXACT_OPTIONS`` for ``backend`` under the user's own solver_options."""
-    return options.with_updates(
-        solver_options={**EXACT_OPTIONS.get(backend.name, {}), **options.solver_options})
+    """``options`` with DUAL_TOLERANCE and ``EXACT_OPTIONS`` for ``backend`` under the user's own
+    solver_options."""
+    return options.with_updates(solver_options={
+        backend.DUAL_TOLERANCE[0]: DUAL_TOLERANCE, **EXACT_OPTIONS.get(backend.name, {}),
+        **options.solver_options})
 
 
 def initial_master(problem: SparseProblem, incumbent: np.ndarray,
@@ -209,7 +214,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
     feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
     scip_options = exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
-        "numerics/feastol": feastol, **MIQP_SOLVER_OPTIONS, **options.solver_options}))
+        backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
+        **options.solver_options}))
     run = backend.solve(model, "miqp", scip_options, deadline=deadline)
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin

@@ -1,7 +1,8 @@
 """Single-tree outer approximation on SCIP: one branch-and-bound, cuts added by a constraint handler.
 
 The master is ``oa.initial_master`` (the same Pyomo model the multi-tree loop
-solves), handed to SCIP through an LP file.  A constraint handler owns the
+solves), handed to SCIP by the SCIP backend (``ScipBackend.native_model``, options through
+``ScipBackend.set_options``).  A constraint handler owns the
 constraint "eta_t >= c_t(z) for every part t" and
 
 * separates at fractional LP points: the perspective cut at the minimizer of
@@ -17,9 +18,7 @@ bound on min F.  The incumbent enters as a MIP start.
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pyomo.environ as pyo
@@ -27,7 +26,7 @@ import pyomo.environ as pyo
 from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
-from .backends import get_backend, native_streams, raise_if_interrupted
+from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
 from .oa import FRACTIONAL_SUPPORT, exact_options, initial_master
@@ -53,18 +52,15 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
     master = initial_master(problem, incumbent, deadline)
-    scip, z, eta = _native_master(master, problem)
+    scip, z, eta = _native_master(master, problem, backend)
     handler = _CutHandler(problem, z, eta, master)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
     options = exact_options(backend, options)
-    native = {"numerics/feastol": FEASTOL, **backend.native_options(options)}
-    native.pop("display/verblevel", None)
-    scip.setParams(native)
-    scip.setIntParam("display/verblevel", 4 if options.verbose else 0)
-    scip.hideOutput(not options.verbose)
+    backend.set_options(scip, options.with_updates(
+        solver_options={"numerics/feastol": FEASTOL, **options.solver_options}))
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(problem.refit(incumbent != 0))
     handler.add_start()
@@ -94,22 +90,12 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                        "cuts": handler.n_cuts})
 
 
-def _native_master(master: pyo.ConcreteModel, problem: SparseProblem):
-    """The Pyomo master as a pyscipopt Model (through an LP file), with its z and eta variables."""
-    from pyscipopt import Model
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "master.lp"
-        _, symbol_map_id = master.write(str(path), format="cpxlp",
-                                        io_options={"symbolic_solver_labels": True})
-        symbols = master.solutions.symbol_map[symbol_map_id]
-        scip = Model()
-        scip.hideOutput()
-        scip.readProblem(str(path))
-    by_name = {var.name: var for var in scip.getVars()}
+def _native_master(master: pyo.ConcreteModel, problem: SparseProblem, backend: ScipBackend):
+    """The Pyomo master as a pyscipopt Model, with its z and eta variables."""
+    scip, variables = backend.native_model(master)
     K, p = problem.n_tasks, problem.n_features
-    z = [[by_name[symbols.getSymbol(master.z[k, j])] for j in range(p)] for k in range(K)]
-    eta = [by_name[symbols.getSymbol(master.eta[t])] for t in master.parts]
+    z = [[variables[master.z[k, j]] for j in range(p)] for k in range(K)]
+    eta = [variables[master.eta[t]] for t in master.parts]
     return scip, z, eta
 
 

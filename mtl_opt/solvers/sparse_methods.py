@@ -71,7 +71,7 @@ def _never(problem, backend) -> None:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("bcd", (None,), False, _never, _bcd,
            "block IHT + local search (no bound)"),
-    Method("oa_multi_tree", ("highs", "scip"), True, _exact_curvature, _oa,
+    Method("oa_multi_tree", ("highs", "scip", "gurobi"), True, _exact_curvature, _oa,
            "outer approximation, multi-tree (MILP master re-solved between cuts)",
            "milp", "outer-approximation master dual bound"),
     Method("oa_single_tree", ("scip",), True, _exact_curvature, _oa_single_tree,

@@ -1,6 +1,6 @@
-"""Pyomo -> HiGHS / SCIP adapters: capabilities, options, status and bound normalization.
+"""What every Pyomo -> solver adapter shares: capabilities, options, status and bound normalization.
 
-One adapter class per backend, in the style of CVXPY's solver interfaces and
+One adapter class per backend (one module each in this package), in the style of CVXPY's solver interfaces and
 Pyomo's ``contrib.solver`` (see STYLE.md sections 2, 3 and 5):
 
 - what a backend can do is data (``capabilities``, matching DESIGN.md's
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -36,7 +37,6 @@ from pyomo.common.tee import capture_output
 from pyomo.common.timing import HierarchicalTimer
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus
-from pyomo.repn import generate_standard_repn
 
 from mtl_opt.errors import (
     CapabilityError,
@@ -46,7 +46,6 @@ from mtl_opt.errors import (
 )
 from mtl_opt.result import absolute_gap, relative_gap
 from mtl_opt.deadline import Deadline, DeadlineReached
-from mtl_opt.resources import physical_memory
 from mtl_opt.solvers.options import SolveOptions
 
 logger = logging.getLogger(__name__)
@@ -151,18 +150,28 @@ class Backend(abc.ABC):
     install_hint: ClassVar[str]
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
+    #: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself, so Python
+    #: never saw it (``raise_if_interrupted``).
+    INTERRUPTED: ClassVar[frozenset[str]] = frozenset()
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
     #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
     DUAL_TOLERANCE: ClassVar[tuple[str, float]]
+    #: (native name, default) of the primal-feasibility tolerance: how far a row may be violated.
+    PRIMAL_TOLERANCE: ClassVar[tuple[str, float]]
     _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)
+
+    def __init_subclass__(cls, **kwargs):
+        """Register the adapter under its ``name``: a new backend is one new module."""
+        super().__init_subclass__(**kwargs)
+        BACKENDS[cls.name] = cls
 
     # --- what the backend is and can do -------------------------------------
 
     def available(self) -> bool:
         """Whether the solver can be used here (never raises)."""
         try:
-            return bool(SolverFactory(self.pyomo_name).available())
+            return bool(self._queried().available())
         except Exception:  # a broken install is "not available", not a crash
             logger.debug("%s availability check failed", self.label, exc_info=True)
             return False
@@ -170,7 +179,14 @@ class Backend(abc.ABC):
     def version(self) -> str:
         """The solver's version, e.g. ``"1.16.0"``."""
         self._require_available()
-        return ".".join(str(part) for part in SolverFactory(self.pyomo_name).version())
+        return ".".join(str(part) for part in self._queried().version())
+
+    @classmethod
+    @functools.cache
+    def _queried(cls) -> Any:
+        """One Pyomo solver per adapter, kept for availability and version queries (Pyomo's Gurobi
+        interfaces count their instances and warn when one that never solved is collected)."""
+        return SolverFactory(cls.pyomo_name)
 
     def check(self, capability: str) -> None:
         """Raise CapabilityError, naming who can, if ``capability`` is not supported."""
@@ -242,10 +258,7 @@ class Backend(abc.ABC):
                 wall_time=time.perf_counter() - clock, problem_class=problem_class,
                 native={"status": "not started: the deadline passed first"})
         except Exception as exc:
-            raise SolverError(
-                f"{self.label} failed on this {problem_class.upper()} model: {exc} "
-                "(rerun with verbose=True to see the solver log)."
-            ) from exc
+            raise self._failure(exc, problem_class) from exc
         wall_time = time.perf_counter() - clock
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
@@ -348,6 +361,11 @@ class Backend(abc.ABC):
     def _accepts(self, probe: Any, key: str, value: Any) -> bool:
         """Whether the solver takes option ``key=value`` (set on ``probe``)."""
 
+    def _failure(self, exc: Exception, problem_class: str) -> Exception:
+        """The error to raise for ``exc``, raised by the solver during a solve (default: SolverError)."""
+        return SolverError(f"{self.label} failed on this {problem_class.upper()} model: {exc} "
+                           "(rerun with verbose=True to see the solver log).")
+
     def _prepare(self, options: Mapping[str, Any]) -> None:
         """Process-level set-up the native options need before a solve (default: none)."""
 
@@ -402,184 +420,6 @@ class Backend(abc.ABC):
             )
 
 
-class HighsBackend(Backend):
-    """HiGHS via Pyomo's ``highs`` (highspy): LP, MILP and continuous convex QP."""
-
-    name, label, pyomo_name = "highs", "HiGHS", "highs"
-    install_hint = "install it with `pip install highspy`"
-    capabilities = frozenset({LP, MILP, QP})
-    DUAL_TOLERANCE = ("dual_feasibility_tolerance", 1e-7)
-    STATUS = {  # highspy.HighsModelStatus member names
-        "kOptimal": "optimal",
-        "kTimeLimit": "time_limit",
-        "kIterationLimit": "iteration_limit",
-        "kSolutionLimit": "iteration_limit",  # MIP node / solution / improvement limits
-        "kInfeasible": "infeasible",
-        "kUnbounded": "unbounded",
-        "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
-        **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
-                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
-                         "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
-    }
-
-    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
-        return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,
-                "mip_abs_gap": opts.abs_gap, "threads": opts.threads,
-                "random_seed": opts.seed, "output_flag": opts.verbose}
-
-    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
-        native_model.setOptionValue("time_limit", seconds)
-
-    def _native_status(self, native_model: Any) -> tuple[str, float]:
-        return native_model.getModelStatus().name, native_model.getInfo().mip_gap
-
-    def _new_native_model(self) -> Any:
-        import highspy
-
-        return highspy.Highs()
-
-    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
-        import highspy
-
-        return probe.setOptionValue(key, value) == highspy.HighsStatus.kOk
-
-    def _set_start(self, solver: Any, model: pyo.Block, start: Iterable[tuple[Any, float]]) -> None:
-        # Load the model into the native Highs object first (Pyomo's persistent
-        # interface then skips it in solve), then set the start by column index.
-        import highspy
-
-        if solver._model is model:
-            solver.update()
-        else:
-            solver.set_instance(model)
-        columns = solver._pyomo_var_to_solver_var_map
-        solution = highspy.HighsSolution()
-        values = [0.0] * solver._solver_model.getNumCol()
-        for var, value in start:
-            values[columns[id(var)]] = float(value)
-        solution.col_value, solution.value_valid = values, True
-        solver._solver_model.setSolution(solution)
-
-    def _prepare(self, options: Mapping[str, Any]) -> None:
-        # HiGHS sizes its task scheduler once per calling thread, at the first
-        # run, and refuses a later, different ``threads``.  Shut it down so the
-        # next run starts one of the requested size.  This thread only: do not
-        # run HiGHS from several threads while changing ``threads``.
-        if "threads" in options:
-            import highspy
-
-            highspy.Highs.resetGlobalScheduler(True)
-
-
-def default_memory_limit_mb() -> float | None:
-    """Half the machine's physical memory in MB (None where the OS does not say).
-
-    SCIP's default is unlimited: single-tree OA on an instance without
-    curvature adds cuts without end (132,000 in 42 s), and a 600 s run was
-    killed by the OS at 21 GB.  With this limit SCIP stops with status
-    ``memlimit`` and its dual bound; ``solver_options={"limits/memory": ...}``
-    overrides it.
-    """
-    total = physical_memory()
-    return None if total is None else total / 2**21
-
-
-class ScipBackend(Backend):
-    """SCIP via Pyomo's ``scip_direct`` (pyscipopt): also MIQP and lazy cuts.
-
-    ``threads`` maps to ``lp/threads``: Pyomo runs SCIP's sequential
-    ``optimize()``, where ``parallel/maxnthreads`` (concurrent solving) has no
-    effect.  LP duals are read from pyscipopt directly (Pyomo's SCIP loader
-    has none).  They are only right with presolve and propagation off, so
-    LPs are solved that way (``LP_OPTIONS``; HiGHS is the preferred LP
-    backend anyway).
-    """
-
-    name, label, pyomo_name = "scip", "SCIP", "scip_direct"
-    install_hint = "install it with `pip install pyscipopt`"
-    capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP, NLP, LAZY_CUTS})
-    DUAL_TOLERANCE = ("numerics/dualfeastol", 1e-7)
-    STATUS = {  # pyscipopt Model.getStatus() strings
-        "optimal": "optimal",
-        "gaplimit": "gap_limit",
-        "timelimit": "time_limit",
-        "nodelimit": "iteration_limit",
-        "totalnodelimit": "iteration_limit",
-        "stallnodelimit": "iteration_limit",
-        "sollimit": "iteration_limit",
-        "bestsollimit": "iteration_limit",
-        "restartlimit": "iteration_limit",
-        "infeasible": "infeasible",
-        "unbounded": "unbounded",
-        "inforunbd": "error",  # ambiguous: claim neither
-        "userinterrupt": "error",  # (raises KeyboardInterrupt first: raise_if_interrupted)
-        "memlimit": "iteration_limit",  # a work limit: SCIP's dual bound at the stop is still valid
-        "unknown": "error",
-    }
-    LP_OPTIONS = {"presolving/maxrounds": 0, "propagating/maxrounds": 0,
-                  "propagating/maxroundsroot": 0}
-
-    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
-        return {"limits/time": opts.time_limit, "limits/gap": opts.rel_gap,
-                "limits/memory": default_memory_limit_mb(),
-                "limits/absgap": opts.abs_gap, "lp/threads": opts.threads,
-                "randomization/randomseedshift": opts.seed,
-                "display/verblevel": 4 if opts.verbose else 0}
-
-    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
-        native_model.setParam("limits/time", seconds)
-
-    @contextlib.contextmanager
-    def _checked_translation(self, solver: Any, deadline: Deadline):
-        # Pyomo builds the SCIP model constraint by constraint in Python (~6 s for a Big-M MIQP
-        # with 600,000 nonzeros): check the deadline between constraints (scip_direct builds a
-        # fresh model per solve, so one cut short leaves nothing behind).
-        add = solver._add_constraint
-
-        def checked(constraint):
-            deadline.check()
-            add(constraint)
-
-        solver._add_constraint = checked
-        try:
-            yield
-        finally:
-            del solver._add_constraint
-
-    def _native_status(self, native_model: Any) -> tuple[str, float]:
-        return native_model.getStatus(), native_model.getGap()
-
-    def _new_native_model(self) -> Any:
-        import pyscipopt
-
-        return pyscipopt.Model()
-
-    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
-        probe.setParam(key, value)  # raises on an unknown name or a bad value
-        return True
-
-    def _streams(self, verbose: bool) -> contextlib.AbstractContextManager:
-        # Pyomo's scip_direct captures fds 1 and 2 into a pipe that a Python thread drains, but
-        # pyscipopt's optimize() holds the GIL, so that thread cannot run while SCIP does: once
-        # SoPlex, which writes to std::cerr itself, filled the pipe ("Cannot set feasibility
-        # tolerance to small value", with y in units 1e4 too large), the solve hung past its time
-        # limit.  So Pyomo's capture is switched off and SCIP writes to native_streams instead.
-        from pyomo.contrib.solver.solvers.scip import scip_direct
-
-        return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
-
-    def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
-        # Pyomo's ScipSolutionLoader keeps the pyscipopt model and the
-        # Pyomo -> SCIP constraint and variable maps.
-        loader = results.solution_loader
-        scip = loader._solver_model
-        if any(scip.getParam(key) != value for key, value in self.LP_OPTIONS.items()):
-            raise SolverError("SCIP gives LP duals only with presolve and propagation off; "
-                              f"do not override {', '.join(self.LP_OPTIONS)}.")
-        rows = {con: loader._con_map[con] for con in constraints}
-        return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
-                * scip.getDualsolLinear(row) for con, row in rows.items()}
-
 
 class _OnOptimize(HierarchicalTimer):
     """Pyomo's timer, calling ``hook`` when the solve itself starts.
@@ -599,15 +439,10 @@ class _OnOptimize(HierarchicalTimer):
         super().start(identifier)
 
 
-#: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself (SCIP does,
-#: by default), so Python never saw it.
-INTERRUPTED = frozenset({"userinterrupt", "kInterrupt", "kHighsInterrupt"})
-
-
 def raise_if_interrupted(label: str, native_status: str) -> None:
     """Hand a Ctrl-C that the native solver caught back to Python, so the fit stops like any
     other interrupted work (the CLI exits 130) instead of reporting the cut-short run."""
-    if native_status in INTERRUPTED:
+    if any(native_status in cls.INTERRUPTED for cls in BACKENDS.values()):
         raise KeyboardInterrupt(f"{label} was interrupted")
 
 
@@ -646,22 +481,9 @@ def _patched(owner: Any, name: str, value: Any):
         setattr(owner, name, original)
 
 
-def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:
-    """t such that SCIP's row is t * Pyomo's ``con.body`` (terms moved to one side).
-
-    pyscipopt moves the terms of ``y >= 2 - x`` its own way (``x + y >= 2``)
-    while Pyomo keeps ``2 - x - y <= 0``; the dual with respect to Pyomo's
-    form is t times SCIP's.
-    """
-    repn = generate_standard_repn(con.body, compute_values=True)
-    for var, coef in zip(repn.linear_vars, repn.linear_coefs):
-        if coef:
-            return scip_coefs[var_map[var].name] / coef
-    return 1.0  # a row without variables has nothing to rescale
-
-
-#: Backend name -> adapter class, in order of preference.
-BACKENDS: dict[str, type[Backend]] = {"highs": HighsBackend, "scip": ScipBackend}
+#: Backend name -> adapter class, in order of preference: filled by ``Backend.__init_subclass__``
+#: as the package imports the backend modules (``mtl_opt.solvers.backends.__init__``).
+BACKENDS: dict[str, type[Backend]] = {}
 
 
 def get_backend(name: str) -> Backend:

@@ -1,0 +1,83 @@
+"""Gurobi through Pyomo's ``gurobi_persistent`` interface (gurobipy, the optional ``gurobi`` extra).
+
+The pip build of gurobipy carries a size-limited license (2000 variables, 2000 constraints) that
+works offline; a larger model is refused by Gurobi with error code SIZE_LIMIT_EXCEEDED, which
+becomes ``LicenseLimitError``.  Gurobi reports ``OPTIMAL`` when its gap limit is met, like HiGHS:
+callers recompute the gap from the bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtl_opt.errors import LicenseLimitError
+from mtl_opt.solvers.backends.base import LP, MILP, MIQCP, MIQP, QCP, QP, Backend
+from mtl_opt.solvers.options import SolveOptions
+
+#: The limits of the license that comes with gurobipy from the package index.
+SIZE_LIMITED_LICENSE = "2000 variables and 2000 constraints"
+
+
+class GurobiBackend(Backend):
+    """Gurobi via Pyomo's ``gurobi_persistent``: LP, MILP, QP, MIQP and quadratic constraints."""
+
+    name, label, pyomo_name = "gurobi", "Gurobi", "gurobi_persistent"
+    install_hint = "install it with `pip install mtl-opt[gurobi]` (gurobipy)"
+    capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP})
+    DUAL_TOLERANCE = ("OptimalityTol", 1e-6)
+    PRIMAL_TOLERANCE = ("FeasibilityTol", 1e-6)
+    STATUS = {  # gurobipy.GRB.Status member names
+        "OPTIMAL": "optimal",
+        "TIME_LIMIT": "time_limit",
+        **dict.fromkeys(("ITERATION_LIMIT", "NODE_LIMIT", "SOLUTION_LIMIT", "WORK_LIMIT"),
+                        "iteration_limit"),
+        "MEM_LIMIT": "iteration_limit",  # a work limit: the dual bound at the stop is still valid
+        "INFEASIBLE": "infeasible",
+        "UNBOUNDED": "unbounded",
+        "INF_OR_UNBD": "error",  # ambiguous: claim neither
+        **dict.fromkeys(("LOADED", "INPROGRESS", "CUTOFF", "USER_OBJ_LIMIT", "NUMERIC",
+                         "SUBOPTIMAL", "INTERRUPTED"), "error"),  # (interrupts raise first)
+    }
+    INTERRUPTED = frozenset({"INTERRUPTED"})
+    LP_OPTIONS = {"DualReductions": 0}  # so an infeasible LP is INFEASIBLE, not INF_OR_UNBD
+
+    def dual_tolerance(self, opts: SolveOptions) -> float:
+        # Gurobi reads parameter names in any case, the last one set winning: so must the bound margin.
+        values = {key.lower(): value for key, value in opts.solver_options.items()}
+        name, default = self.DUAL_TOLERANCE
+        return float(values.get(name.lower(), default))
+
+    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
+        return {"TimeLimit": opts.time_limit, "MIPGap": opts.rel_gap, "MIPGapAbs": opts.abs_gap,
+                "Threads": opts.threads, "Seed": opts.seed, "OutputFlag": int(opts.verbose)}
+
+    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
+        native_model.setParam("TimeLimit", seconds)
+
+    def _native_status(self, native_model: Any) -> tuple[str, float]:
+        import gurobipy
+
+        names = {getattr(gurobipy.GRB.Status, name): name for name in self.STATUS}
+        gap = native_model.MIPGap if native_model.IsMIP else float("nan")  # no gap outside MIPs
+        return names.get(native_model.Status, str(native_model.Status)), gap
+
+    def _new_native_model(self) -> Any:
+        import gurobipy
+        from pyomo.contrib.solver.solvers.gurobi.gurobi_direct_base import GurobiDirectBase
+
+        return gurobipy.Model(env=GurobiDirectBase.env())  # Pyomo's shared, quiet environment
+
+    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
+        probe.setParam(key, value)  # raises GurobiError on an unknown name or a bad value
+        return True
+
+    def _failure(self, exc: Exception, problem_class: str) -> Exception:
+        import gurobipy
+
+        if isinstance(exc, gurobipy.GurobiError) and exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
+            return LicenseLimitError(
+                f"This {problem_class.upper()} model is larger than Gurobi's license allows "
+                f"(the pip build's license is limited to {SIZE_LIMITED_LICENSE}): use another "
+                "backend (`mtl-opt solvers` lists what each solves), a smaller instance, or a full "
+                "Gurobi license.")
+        return super()._failure(exc, problem_class)

@@ -1,0 +1,82 @@
+"""HiGHS through Pyomo's ``highs`` interface (highspy)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyomo.environ as pyo
+
+from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend
+from mtl_opt.solvers.options import SolveOptions
+
+
+class HighsBackend(Backend):
+    """HiGHS via Pyomo's ``highs`` (highspy): LP, MILP and continuous convex QP."""
+
+    name, label, pyomo_name = "highs", "HiGHS", "highs"
+    install_hint = "install it with `pip install highspy`"
+    capabilities = frozenset({LP, MILP, QP})
+    DUAL_TOLERANCE = ("dual_feasibility_tolerance", 1e-7)
+    PRIMAL_TOLERANCE = ("primal_feasibility_tolerance", 1e-7)
+    STATUS = {  # highspy.HighsModelStatus member names
+        "kOptimal": "optimal",
+        "kTimeLimit": "time_limit",
+        "kIterationLimit": "iteration_limit",
+        "kSolutionLimit": "iteration_limit",  # MIP node / solution / improvement limits
+        "kInfeasible": "infeasible",
+        "kUnbounded": "unbounded",
+        "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
+        **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
+                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
+                         "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
+    }
+    INTERRUPTED = frozenset({"kInterrupt", "kHighsInterrupt"})
+
+    def _translate(self, opts: SolveOptions) -> dict[str, Any]:
+        return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,
+                "mip_abs_gap": opts.abs_gap, "threads": opts.threads,
+                "random_seed": opts.seed, "output_flag": opts.verbose}
+
+    def _set_time_limit(self, native_model: Any, seconds: float) -> None:
+        native_model.setOptionValue("time_limit", seconds)
+
+    def _native_status(self, native_model: Any) -> tuple[str, float]:
+        return native_model.getModelStatus().name, native_model.getInfo().mip_gap
+
+    def _new_native_model(self) -> Any:
+        import highspy
+
+        return highspy.Highs()
+
+    def _accepts(self, probe: Any, key: str, value: Any) -> bool:
+        import highspy
+
+        return probe.setOptionValue(key, value) == highspy.HighsStatus.kOk
+
+    def _set_start(self, solver: Any, model: pyo.Block, start: Iterable[tuple[Any, float]]) -> None:
+        # Load the model into the native Highs object first (Pyomo's persistent
+        # interface then skips it in solve), then set the start by column index.
+        import highspy
+
+        if solver._model is model:
+            solver.update()
+        else:
+            solver.set_instance(model)
+        columns = solver._pyomo_var_to_solver_var_map
+        solution = highspy.HighsSolution()
+        values = [0.0] * solver._solver_model.getNumCol()
+        for var, value in start:
+            values[columns[id(var)]] = float(value)
+        solution.col_value, solution.value_valid = values, True
+        solver._solver_model.setSolution(solution)
+
+    def _prepare(self, options: Mapping[str, Any]) -> None:
+        # HiGHS sizes its task scheduler once per calling thread, at the first
+        # run, and refuses a later, different ``threads``.  Shut it down so the
+        # next run starts one of the requested size.  This thread only: do not
+        # run HiGHS from several threads while changing ``threads``.
+        if "threads" in options:
+            import highspy
+
+            highspy.Highs.resetGlobalScheduler(True)
