@@ -108,7 +108,14 @@ class FitResult:
         What ``objective`` measures (e.g. "weighted-median LP").
     bound_source : str or None
         Where ``lower_bound`` comes from (e.g. "dual feasible point").
+    algorithm : str
+        The method of the estimator's family that produced the estimate (its ``algorithm=``,
+        a name in that family's method table, e.g. ``"oa_multi_tree"``); "" when not recorded.
+    backend : str or None
+        The backend it ran on (``"highs"``, ``"scip"``, ``"gurobi"``), None for a method that
+        runs in mtl_opt itself.
     solver, solver_version : str
+        What actually solved it, as a human reads it (e.g. "oa_multi_tree (HiGHS)").
     wall_time : float
         Seconds for the whole fit.
     log : list of dict
@@ -139,6 +146,8 @@ class FitResult:
     status: str
     objective_name: str = ""
     bound_source: str | None = None
+    algorithm: str = ""
+    backend: str | None = None
     solver: str = ""
     solver_version: str = ""
     wall_time: float = 0.0

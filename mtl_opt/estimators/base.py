@@ -57,6 +57,19 @@ class MTLEstimator:
     def _check_params(self) -> None:
         validate_attributes(self)
 
+    def _renamed(self, new: str, old: str):
+        """The value of parameter ``new``, or of ``old``, its deprecated name (listed in
+        ``deprecated_params``, default None), when that one is set; setting both is an error."""
+        value = getattr(self, old)
+        if value is None:
+            return getattr(self, new)
+        default = inspect.signature(type(self).__init__).parameters[new].default
+        if getattr(self, new) != default:
+            raise InvalidParameterError(
+                f"{type(self).__name__}: {old}={value!r} is the deprecated name of {new}=; "
+                f"set only {new}={getattr(self, new)!r}.")
+        return value
+
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier
     #: ones: least-squares-based methods) or None (a pooled fit, where no task stands alone).
