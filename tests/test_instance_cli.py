@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli
 from tables import assert_same_arrays, assert_same_csv
 
 from mtl_opt.cli import ExitCode, main
@@ -49,8 +50,8 @@ def write(workdir, method='median = "lp"', solve='backend = "highs"', text=None)
     return path
 
 
-def run_cli(*args):
-    """The installed console entry point, as a user runs it."""
+def run_console(*args):
+    """The console entry point in a fresh process, as a user runs it."""
     return subprocess.run([sys.executable, "-m", "mtl_opt.cli", *map(str, args)],
                           capture_output=True, text=True)
 
@@ -147,7 +148,7 @@ def test_cli_overrides_backend_and_options(workdir):
 
 
 def test_shipped_demo_solves(tmp_path):
-    proc = run_cli("solve", DEMO, "--out", tmp_path / "demo.json")
+    proc = run_console("solve", DEMO, "--out", tmp_path / "demo.json")
     assert proc.returncode == ExitCode.OK, proc.stderr
     result = FitResult.from_json(tmp_path / "demo.json")
     assert result.status == "optimal" and result.rel_gap <= 1e-6
