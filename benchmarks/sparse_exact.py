@@ -28,6 +28,16 @@ the certified optimum.  Sections:
    looser gap on F (printed as "its gap on F"); OKRidge is run a second time
    with gap_tol = 1e-4 F / (||y||^2 / 2n - F) (F: the bcd objective), which is
    1e-4 on F, the tolerance our paths are held to.
+4. smtl (issue 22): the sparse multi-task paper's own simulation where its users fit it, the
+   training half of ``smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed)`` (n_k = 50 <
+   p = 250), standardized per task with intercepts as ``SparseMTL`` fits it, each variant at
+   the penalties 5-fold CV selects most often there (BENCHMARKS.md, "q = 14": ``SMTL_PARAMS``),
+   seeds 0-4.  Every certifying method of ``sparse_methods.METHODS`` that accepts the variant
+   runs through ``run_exact`` (the estimator's own route: normalized objective, fallback bound)
+   from the same bcd answer, once per ``--checkpoints`` limit (default 10 and 60 s; add 600),
+   a later limit skipped once a path has certified: each cell is the gap a user who sets that
+   time_limit gets, and "to 1e-4" the wall time of the run that certified.  ``--paths``
+   chooses the paths here too (add ``bnb``: it runs where it accepts the variant).
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mtl_opt.data import MultiTaskData
+from mtl_opt.deadline import Deadline
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.result import relative_gap
 from mtl_opt.solvers.backends import get_backend
@@ -50,7 +61,8 @@ from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.oa import solve_miqp, solve_oa
 from mtl_opt.solvers.oa_scip import solve_oa_single_tree
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.synthetic import _ar1_design
+from mtl_opt.solvers.sparse_methods import METHODS, run_exact
+from mtl_opt.synthetic import _ar1_design, smtl_simulation
 
 PATHS = {
     "oa-highs": lambda problem, options, start: solve_oa(problem, get_backend("highs"), options, start),
@@ -211,6 +223,61 @@ def okridge_section(args):
               + " | ".join(cell(out[name]) for name in ours) + f" | {best / ok_time:.2f} |", flush=True)
 
 
+#: variant -> the penalties CV selects most often on the q = 14 simulation (BENCHMARKS.md,
+#: "Sparse multi-task simulation", q = 14; bbar's lambda_ridge 1 and 0.1 were 9 and 8 of 20).
+SMTL_PARAMS = {
+    "zbar_l2": {"s": 10, "lambda_ridge": 1.0, "lambda_zbar": 1.0},
+    "bbar": {"s": 10, "lambda_ridge": 0.1, "lambda_bbar": 10.0},
+    "zbar_bbar": {"s": 10, "lambda_ridge": 0.1, "lambda_zbar": 0.01, "lambda_bbar": 10.0},
+    "cs_l2": {"s": 14, "lambda_ridge": 1.0},
+    "l0l2": {"s": 14, "lambda_ridge": 10.0},
+}
+#: (label, method, backend): the exact paths the smtl section tries.
+SMTL_PATHS = (("oa-highs", "oa_multi_tree", "highs"), ("oa-scip", "oa_single_tree", "scip"),
+              ("miqp-scip", "miqp", "scip"), ("bnb", "bnb", None))
+
+
+def smtl_problem(variant: str, seed: int) -> SparseProblem:
+    """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it."""
+    train, _ = smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
+    scaled, _ = train.standardize(how="task", center=True, scale=True)
+    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True, **SMTL_PARAMS[variant])
+
+
+def smtl(args):
+    limits = sorted(args.checkpoints)
+    print(f"\n## 4. The paper's simulation where CV fits it (p=250, K=4, n_k=50, q=14; seeds "
+          f"{args.seeds}; gap at each time limit, time to rel_gap {REL_GAP:g})\n")
+    print("| variant | penalties | seed | bcd F | path | " + " | ".join(f"gap at {t:g} s" for t in limits)
+          + " | to 1e-4 |")
+    print("|---" * (6 + len(limits)) + "|")
+    for variant in args.variants:
+        for seed in args.seeds:
+            problem = smtl_problem(variant, seed)
+            B = fit_bcd(problem)[0]
+            penalties = ", ".join(f"{k}={v:g}" for k, v in SMTL_PARAMS[variant].items())
+            for label, name, backend in SMTL_PATHS:
+                if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
+                    continue
+                gaps, certified = [], "-"
+                for limit in limits:
+                    if certified != "-":
+                        gaps.append("")
+                        continue
+                    options = SolveOptions(time_limit=limit, rel_gap=REL_GAP)
+                    start = time.perf_counter()
+                    run = run_exact(METHODS[name], problem, B, options, Deadline(limit), backend)
+                    seconds = time.perf_counter() - start
+                    status = final_status(run, REL_GAP)
+                    gap = relative_gap(run.objective, run.lower_bound)
+                    gaps.append(f"{100 * gap:.3g}%" + ("" if status in ("optimal", "time_limit")
+                                                      else f" ({status})"))
+                    if status == "optimal":
+                        certified = f"{seconds:.1f} s"
+                print(f"| {variant} | {penalties} | {seed} | {problem.objective(B):.6g} | {label} | "
+                      + " | ".join(gaps) + f" | {certified} |", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--time-limit", type=float, default=60.0)
@@ -224,14 +291,20 @@ def main(argv=None):
     parser.add_argument("--instance", type=grid_instance, action="append",
                         help="a grid row p,K,s,n_k,lambda_ridge (repeatable; replaces the grid)")
     parser.add_argument("--sections", nargs="+", default=["grid", "agreement", "okridge"],
-                        choices=["grid", "agreement", "okridge"])
+                        choices=["grid", "agreement", "okridge", "smtl"])
+    parser.add_argument("--checkpoints", nargs="+", type=float, default=[10.0, 60.0],
+                        help="smtl section: the time limits each path runs with (seconds)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(5)),
+                        help="smtl section: simulation seeds")
+    parser.add_argument("--variants", nargs="+", default=list(SMTL_PARAMS), choices=list(SMTL_PARAMS),
+                        help="smtl section: variants")
     args = parser.parse_args(argv)
     if "bnb" in args.paths and args.variant == "zbar_l2":
         parser.error("bnb models no Zbar term: add --variant l0l2 or --variant cs_l2")
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)
     for section in args.sections:
-        {"grid": grid, "agreement": agreement, "okridge": okridge_section}[section](args)
+        {"grid": grid, "agreement": agreement, "okridge": okridge_section, "smtl": smtl}[section](args)
 
 
 if __name__ == "__main__":
