@@ -299,7 +299,7 @@ def main(argv=None):
     parser.add_argument("--variants", nargs="+", default=list(SMTL_PARAMS), choices=list(SMTL_PARAMS),
                         help="smtl section: variants")
     args = parser.parse_args(argv)
-    if "bnb" in args.paths and args.variant == "zbar_l2":
+    if "grid" in args.sections and "bnb" in args.paths and args.variant == "zbar_l2":
         parser.error("bnb models no Zbar term: add --variant l0l2 or --variant cs_l2")
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)
