@@ -308,3 +308,26 @@ def test_least_squares_bound_is_below_the_optimum_at_large_levels():
             fit = ols(A, shifted)
             assert fit.lower_bound <= optimum * (1 + 1e-12), (seed, level, fit.lower_bound, optimum)
             assert fit.objective - fit.lower_bound <= 1e-9 * fit.objective  # still tight
+
+
+@pytest.mark.parametrize("exponents, level", [((-6,) * 4, 0.0), ((0,) * 4, 1e9), ((3, 3, 3, 3), 0.0)])
+def test_clustered_armul_on_scip_is_certified_at_every_scale(exponents, level):
+    """Clustered ARMUL's optimum is the least, over splits of the tasks into at most 2 groups,
+    of the groups' vanilla optima; the reference brackets each group's with the Newton solver."""
+    sizes, c, rel_gap = (12, 9, 15, 11), 1.0, 1e-6
+    Xs, ys = base_tasks(3, 4, 2, sizes)
+    ys = transformed(ys, exponents, level)
+    result = ARMUL("clustered", n_components=2, c=c, solver="scip",
+                   solve_options=SolveOptions(rel_gap=rel_gap)).fit(MultiTaskData(Xs, ys)).result_
+    As = fitted_design(Xs, True, True)
+    caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))
+    scaled, nu = normalized(ys, level)
+    groups = {group: armul_optimum([As[j] for j in group], [scaled[j] for j in group],
+                                   caps[list(group)] / nu, "squared")
+              for size in range(1, 5) for group in itertools.combinations(range(4), size)}
+    splits = [(tuple(j for j in range(4) if labels[j] == 0), tuple(j for j in range(4) if labels[j]))
+              for labels in itertools.product((0, 1), repeat=4) if labels[0] == 0]
+    optimum = [nu**2 * min(sum(groups[g][side] for g in split if g) for split in splits)
+               for side in (0, 1)]
+    check_certificate(result, optimum, rel_gap)
+    assert result.status == "optimal", result.summary()

@@ -190,7 +190,9 @@ class ARMUL(GLMTasks):
     gap <= rel_gap.  With the squared loss every solver works on y without its
     common level and at unit scale (``ResponseScale``; not the level for
     low-rank, whose rank constraint binds the intercepts too).  solver="scip":
-    SCIP's dual bound.  Clustered and low-rank with solver="prox" are local
+    vanilla, our dual bound at SCIP's point; clustered, the least safe bound over the
+    partitions of the tasks (``solvers.armul_partitions``, up to 8 tasks; beyond, the
+    independent-tasks bound), never SCIP's own.  Clustered and low-rank with solver="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
 

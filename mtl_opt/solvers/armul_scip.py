@@ -13,18 +13,23 @@ from ..deadline import Deadline
 from ..errors import SolverError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
+from .armul_partitions import MAX_TASKS, enumerate_partitions
 from .backends import get_backend
 from .options import SolveOptions
 from .prox import ProxRun
+
+#: Share of the time limit the backend gets on clustered ARMUL when the partitions are
+#: enumerated after it (the rest certifies its answer).
+SOLVER_SHARE = 0.7
 
 
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 options: SolveOptions, deadline: Deadline,
                 backend_name: str = "scip") -> tuple[ProxRun, str, str, str]:
     """The backend's (SCIP by default) solution, its solver name and version, a bound and the
-    bound's source.  Vanilla (convex): the bound is our
-    safe dual bound at SCIP's point, never SCIP's own (its cone tolerances are absolute);
-    clustered: SCIP's dual bound, as SCIP reports it."""
+    bound's source.  Never the backend's own bound (its cone tolerances are absolute): vanilla
+    (convex), our safe dual bound at its point; clustered, the partitions of the tasks
+    (``certified_clusters``)."""
     if structure == "vanilla":
         model = formulation.build_vanilla_model(problem)
         kind = "qcp" if problem.loss == "squared" else "nlp"
@@ -32,7 +37,9 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         model = formulation.build_clustered_model(problem, n_components)
         kind = "miqcp"
     backend = get_backend(backend_name)
-    out = backend.solve(model, kind, options, deadline=deadline)
+    enumerable = structure == "clustered" and problem.m <= MAX_TASKS
+    out = backend.solve(model, kind, options,
+                        deadline=deadline.share(SOLVER_SHARE) if enumerable else deadline)
     if not out.has_solution:
         raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                           f"raise time_limit or use solver='prox'.")
@@ -48,8 +55,25 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
     if structure == "vanilla":
         bound, source = problem.dual_bound(theta, "vanilla"), f"dual feasible point from {out.solver}'s solution"
     else:
-        bound, source = out.bound, f"{out.solver} dual bound"
+        theta, centers, extra, bound, source = certified_clusters(
+            problem, n_components, theta, centers, extra, deadline, options.rel_gap)
+        objective = problem.objective(theta, centers)
     status = "converged" if out.status == "optimal" else out.status   # SCIP's gap is not ours
     run = ProxRun(theta, centers, objective, bound, status, 0, [],
                   {**extra, "native": dict(out.native)})
     return run, out.solver, out.solver_version, source
+
+
+def certified_clusters(problem, n_components, theta, centers, extra, deadline, rel_gap):
+    """Clustered ARMUL's estimate and a proven bound: over every partition of the tasks
+    (``armul_partitions``; the better of its estimate and the backend's), or with more than
+    ``MAX_TASKS`` tasks or no time left the independent-tasks bound (the penalty is >= 0)."""
+    found = enumerate_partitions(problem, n_components, deadline, rel_gap=rel_gap / 100)
+    if found is None:
+        return (theta, centers, extra, problem.dual_bound(theta, "independent"),
+                f"independent-tasks dual bound (partitions enumerated for at most {MAX_TASKS} "
+                f"tasks, within the time limit)")
+    if problem.objective(found.theta, found.centers[found.labels]) <= problem.objective(theta, centers):
+        theta, centers = found.theta, found.centers[found.labels]
+        extra = {"centers": found.centers, "labels": found.labels}
+    return theta, centers, extra, found.bound, "least safe vanilla bound over all partitions of the tasks"
