@@ -41,7 +41,7 @@ def test_vanilla_prox_matches_scip_and_its_bound_is_valid(loss):
     for seed in range(4):
         data = as_data(*random_tasks(seed, loss))
         ours = ARMUL(loss=loss, c=1.0, **PLAIN).fit(data).result_
-        scip = ARMUL(loss=loss, c=1.0, solver="scip", **PLAIN).fit(data).result_
+        scip = ARMUL(loss=loss, c=1.0, algorithm="exact", **PLAIN).fit(data).result_
         assert ours.status == "optimal" and ours.rel_gap <= 1e-6
         # scip.objective is recomputed at SCIP's point: a true upper bound on the optimum.
         assert ours.lower_bound <= scip.objective
@@ -91,7 +91,7 @@ def test_clustered_scip_equals_brute_force_over_assignments(seed, c):
         sum(fista(problem.subset(np.flatnonzero(np.array(labels) == g)), rel_gap=1e-10).objective
             for g in set(labels))
         for labels in itertools.product(range(2), repeat=5))
-    exact = ARMUL("clustered", n_components=2, c=c, solver="scip", **PLAIN).fit(as_data(Xs, ys))
+    exact = ARMUL("clustered", n_components=2, c=c, algorithm="exact", **PLAIN).fit(as_data(Xs, ys))
     # the bound and the estimate come from every partition's vanilla solve (armul_partitions),
     # not from SCIP's bound or its point (which meets its cones only to ~sqrt(feastol))
     assert exact.result_.lower_bound <= brute * (1 + 1e-10)
@@ -158,9 +158,11 @@ def test_warm_start_gives_the_same_certified_optimum():
     ({"structure": "clustered", "n_components": 9}, "squared", "n_components=9 exceeds"),
     ({"structure": "clustered"}, "squared", "needs n_components"),
     ({"loss": "logistic"}, "squared", "labels in"),
-    ({"structure": "lowrank", "n_components": 2, "solver": "scip"}, "squared", "no exact SCIP"),
-    ({"backend": "scip"}, "squared", "only used with solver='scip'"),
-    ({"structure": "clustered", "n_components": 2, "solver": "scip", "loss": "logistic"},
+    ({"structure": "lowrank", "n_components": 2, "algorithm": "exact"}, "squared", "no exact model"),
+    ({"backend": "scip"}, "squared", "no backend"),
+    ({"algorithm": "scip"}, "squared", "'algorithm' parameter of ARMUL"),
+    ({"algorithm": "exact", "backend": "highs"}, "squared", "runs on 'scip' or 'gurobi'"),
+    ({"structure": "clustered", "n_components": 2, "algorithm": "exact", "loss": "logistic"},
      "logistic", "squared loss"),
 ])
 def test_bad_input_is_a_clear_error(kwargs, data_kind, match):

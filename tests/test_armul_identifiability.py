@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mtl_opt.data import MultiTaskData
-from mtl_opt.errors import InvalidDataError
+from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import ARMUL, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL
 from mtl_opt.estimators.armul import cross_validate_armul
 from mtl_opt.solvers import prox
@@ -41,7 +41,7 @@ def least_squares_value(data, columns=None):
 
 ESTIMATORS = {
     "vanilla prox": lambda std: ARMUL(standardize=std),
-    "vanilla scip": lambda std: ARMUL(solver="scip", standardize=std),
+    "vanilla scip": lambda std: ARMUL(algorithm="exact", standardize=std),
     "clustered prox": lambda std: ARMUL("clustered", n_components=2, n_init=2, seed=0,
                                         standardize=std),
     "lowrank prox": lambda std: ARMUL("lowrank", n_components=2, standardize=std),
@@ -118,7 +118,7 @@ def test_vanilla_bound_holds_against_scip_tight_solve(data_name):
     """SCIP's point (a second method, tight gap) has a true value >= the optimum: our bound is
     below it, and our objective within both solvers' tolerances of it."""
     data, ours = DATA[data_name], fitted("vanilla prox", data_name, True).result_
-    scip = ARMUL(solver="scip", solve_options=SolveOptions(rel_gap=1e-9)).fit(data).result_
+    scip = ARMUL(algorithm="exact", solve_options=SolveOptions(rel_gap=1e-9)).fit(data).result_
     assert ours.lower_bound <= scip.objective
     assert ours.objective <= scip.objective * (1 + 1e-6)
     assert scip.objective - ours.lower_bound <= 1e-4 * scip.objective
@@ -153,8 +153,8 @@ def test_clustered_unidentified_coefficient_is_its_cluster_center():
 
 
 def test_clustered_scip_refuses_rank_deficient_tasks_before_fitting():
-    est = ARMUL("clustered", n_components=2, solver="scip")
-    with pytest.raises(InvalidDataError, match=r"4 task\(s\).*site0, site1, site4, site5.*prox"):
+    est = ARMUL("clustered", n_components=2, algorithm="exact")
+    with pytest.raises(InvalidParameterError, match=r"4 task\(s\).*site0, site1, site4, site5.*prox"):
         est.check(RAW)
     full_rank = multisite(4, 2, n=12, constant_share=0.0, small_tasks=0, seed=0).data
     est.check(full_rank)  # no refusal without constant columns or small tasks

@@ -5,6 +5,7 @@ import csv
 import importlib.util
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -83,14 +84,21 @@ def test_oa_rows_keep_a_monotone_bound_trace(local_run):
 
 def test_a_crash_and_a_hard_timeout_are_recorded_the_run_goes_on_and_crashes_can_be_retried(
         tmp_path, monkeypatch):
-    # MIQP on HiGHS raises CapabilityError in the worker; clustered ARMUL with ten million
-    # restarts ignores the solver time limit, so only the hard limit stops it.  The limit leaves
-    # room for a child's start and imports (about 4.5 s for bcd at 4x load, measured).
+    # MIQP on HiGHS raises CapabilityError in the worker; in the cell processes (which import
+    # the sitecustomize put first on their PYTHONPATH) an ARMUL fit sleeps, ignoring every
+    # time limit, so only the hard limit stops it.  The limit leaves room for a child's start
+    # and imports (about 4.5 s for bcd at 4x load, measured).
     hard = 12
     monkeypatch.setitem(SOLVERS, "broken", BenchSolver("broken", "sparse_mtl",
                                                        {"solver": "miqp", "backend": "highs"}))
-    monkeypatch.setitem(SOLVERS, "endless", BenchSolver(
-        "endless", "armul", {"structure": "clustered", "n_components": 2, "n_init": 10**7}))
+    monkeypatch.setitem(SOLVERS, "endless", BenchSolver("endless", "armul"))
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import time\nfrom mtl_opt.estimators import ARMUL\n"
+        "ARMUL._fit = lambda self, data, init=None: time.sleep(10**6)\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(hook),
+                                                                   os.environ.get("PYTHONPATH")])))
     instances = [str(LIB / "tiny_sparse_l0l2.toml"), str(LIB / "tiny_armul_vanilla.toml")]
     rows = run_bench(instances, resolve(["broken", "endless", "bcd"]), time_limit=1,
                      hard_limit=hard, jobs=2, out=tmp_path)

@@ -96,7 +96,7 @@ def test_sparse_oa_estimator_on_gurobi_agrees_with_highs(data):
 
 @pytest.mark.parametrize("structure", ["vanilla", "clustered"])
 def test_armul_exact_model_on_gurobi_agrees_with_scip(data, structure):
-    params = {"structure": structure, "solver": "scip"} | ({"n_components": 2} if structure == "clustered" else {})
+    params = {"structure": structure, "algorithm": "exact"} | ({"n_components": 2} if structure == "clustered" else {})
     ours = ARMUL(**params, backend="gurobi").fit(data).result_
     theirs = ARMUL(**params).fit(data).result_
     assert ours.solver == "Gurobi" and theirs.solver == "SCIP"

@@ -166,14 +166,14 @@ def check_certificate(result, optimum, rel_gap):
 
 
 def armul_case(seed, m, p, sizes, exponents, level, *, c=1.0, loss="squared",
-               fit_intercept=True, standardize=True, x_scale=1.0, solver="prox"):
+               fit_intercept=True, standardize=True, x_scale=1.0, algorithm="prox"):
     """Fit vanilla ARMUL on the transformed data and check it against the reference optimum."""
     Xs, ys = base_tasks(seed, m, p, sizes, loss)
     Xs = [X * x_scale for X in Xs]
     if loss == "squared":
         ys = transformed(ys, exponents, level)
     rel_gap = 1e-6
-    result = ARMUL(c=c, loss=loss, fit_intercept=fit_intercept, standardize=standardize, solver=solver,
+    result = ARMUL(c=c, loss=loss, fit_intercept=fit_intercept, standardize=standardize, algorithm=algorithm,
                    solve_options=SolveOptions(rel_gap=rel_gap)).fit(MultiTaskData(Xs, ys)).result_
     As = fitted_design(Xs, fit_intercept, standardize)
     caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))
@@ -253,7 +253,7 @@ def test_interpolating_data_is_never_falsely_optimal(seed, m, p, sizes, exponent
                                                ((-3, 0, 3), 1e3)])
 def test_vanilla_armul_on_scip_reports_our_safe_bound_at_every_scale(exponents, level):
     """SCIP's point, bounded by our dual bound (SCIP's own bound carries absolute cone tolerances)."""
-    result = armul_case(3, 3, 3, (12, 9, 15), exponents, level, solver="scip")
+    result = armul_case(3, 3, 3, (12, 9, 15), exponents, level, algorithm="exact")
     assert result.lower_bound is not None and result.bound_source == "dual feasible point from SCIP's solution"
 
 
@@ -317,7 +317,7 @@ def test_clustered_armul_on_scip_is_certified_at_every_scale(exponents, level):
     sizes, c, rel_gap = (12, 9, 15, 11), 1.0, 1e-6
     Xs, ys = base_tasks(3, 4, 2, sizes)
     ys = transformed(ys, exponents, level)
-    result = ARMUL("clustered", n_components=2, c=c, solver="scip",
+    result = ARMUL("clustered", n_components=2, c=c, algorithm="exact",
                    solve_options=SolveOptions(rel_gap=rel_gap)).fit(MultiTaskData(Xs, ys)).result_
     As = fitted_design(Xs, True, True)
     caps = c * np.sqrt(As[0].shape[1] * np.array(sizes, dtype=float))

@@ -1,28 +1,33 @@
 """ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines.
 
-The solvers: ``solvers.prox`` (proximal gradient, alternating searches) and
-``solvers.armul_scip`` (the exact SCIP path).
+ARMUL's algorithms are the method table ``solvers.armul_methods.METHODS``: ``prox``
+(``solvers.prox``: proximal gradient, alternating searches) and ``exact`` (``solvers.armul_scip``:
+the exact Pyomo model on SCIP or Gurobi).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.special import expit
 
-from .. import __version__
 from ..data import MultiTaskData
-from ..errors import InvalidDataError, InvalidParameterError
+from ..errors import InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns, unidentified_mask
 from ..result import FitResult
 from ..solvers import glm, prox
-from ..solvers.armul_scip import solve_exact
-from ..solvers.method import SolverRun, final_status
+from ..solvers.armul_methods import METHODS, StructuredProblem
+from ..solvers.method import SolverRun, final_status, lookup
 from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+
+#: ARMUL's deprecated ``solver=`` values -> the ``algorithm=`` they name.
+OLD_SOLVER_NAMES = {"prox": "prox", "scip": "exact"}
 
 #: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
 PAPER_C_GRID = tuple(round(0.2 * i, 1) for i in range(1, 11))
@@ -82,18 +87,22 @@ class GLMTasks(MTLEstimator):
         intercept = rows[:, 0] - coef @ self._shift if self.fit_intercept else np.zeros(len(rows))
         return coef, intercept
 
-    def _result(self, data, problem, run, *, solver, version, bound_source, rel_gap, extra=None):
+    def _result(self, data, solved: SolverRun, *, rel_gap, algorithm, backend, extra=None):
+        """The FitResult of ``solved``, whose estimate is a ProxRun on the data's scale
+        (``_restored``) and whose ``native`` names the solver, its version and the bound's source."""
+        run = solved.estimate
+        status = final_status(SolverRun(run, run.objective, run.lower_bound, solved.stop), rel_gap)
         coef, intercept = self._to_original(run.theta)
-        status = (final_status(SolverRun(run.theta, run.objective, run.lower_bound), rel_gap)
-                  if run.status == "converged" else run.status)
         self.n_iter_ = run.n_iter
         return FitResult(
             method=self.method, coef=coef, intercept=intercept, objective=run.objective,
             lower_bound=run.lower_bound, status=status,
             objective_name=f"{self.method} objective, {self.loss} loss"
             + (" (standardized features)" if self.standardize else ""),
-            bound_source=bound_source if run.lower_bound is not None else None,
-            solver=solver, solver_version=version, log=run.log, native=run.extra.get("native", {}),
+            bound_source=solved.native["bound"] if run.lower_bound is not None else None,
+            algorithm=algorithm, backend=backend, solver=solved.native["solver"],
+            solver_version=solved.native["solver_version"], log=run.log,
+            native=run.extra.get("native", {}),
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"theta_fitted": run.theta, "centers_fitted": run.centers, **(extra or {})})
 
@@ -157,11 +166,14 @@ class ARMUL(GLMTasks):
         Penalty scale; tune over ``PAPER_C_GRID`` with ``cross_validate``.
     loss : {"squared", "logistic"}, default="squared"
         Logistic needs labels in {0, 1}.
-    solver : {"prox", "scip"}, default="prox"
-        ``prox``: ``mtl_opt.solvers.prox``; ``scip``: the exact Pyomo model
-        (vanilla both losses; clustered squared loss only; no low-rank model).
+    algorithm : {"prox", "exact"}, default="prox"
+        A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
+        ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla both losses;
+        clustered squared loss only; no low-rank model).
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
-        Only with solver="scip": the backend of the exact model (None: SCIP).
+        Only with algorithm="exact": the backend of the exact model, "scip" (None) or "gurobi".
+    solver : {"prox", "scip"} or None
+        Deprecated name of ``algorithm``: "scip" is algorithm="exact".
     fit_intercept, standardize : bool, default=True
         See ``GLMTasks``.
     n_init : int, default=10
@@ -172,7 +184,8 @@ class ARMUL(GLMTasks):
         Seeds the restarts.
     solve_options : SolveOptions or None
         ``rel_gap`` (default 1e-6) is the stopping tolerance of the duality gap;
-        time_limit and the rest go to SCIP.
+        ``time_limit`` bounds the whole fit (every restart and convex solve; a fit it cuts
+        has status ``time_limit``); the rest go to the backend.
 
     Attributes
     ----------
@@ -184,15 +197,15 @@ class ARMUL(GLMTasks):
 
     Notes
     -----
-    Vanilla with solver="prox": ``lower_bound`` is the value of a dual
+    Vanilla with algorithm="prox": ``lower_bound`` is the value of a dual
     feasible point built from the final iterate, less a bound on its float64
     rounding (see the formulation), and ``optimal`` means a proven relative
     gap <= rel_gap.  With the squared loss every solver works on y without its
     common level and at unit scale (``ResponseScale``; not the level for
-    low-rank, whose rank constraint binds the intercepts too).  solver="scip":
+    low-rank, whose rank constraint binds the intercepts too).  algorithm="exact":
     vanilla, our dual bound at SCIP's point; clustered, the least safe bound over the
     partitions of the tasks (``solvers.armul_partitions``, up to 8 tasks; beyond, the
-    independent-tasks bound), never SCIP's own.  Clustered and low-rank with solver="prox" are local
+    independent-tasks bound), never SCIP's own.  Clustered and low-rank with algorithm="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
 
@@ -211,24 +224,28 @@ class ARMUL(GLMTasks):
         "structure": [OneOf(formulation.STRUCTURES)],
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
         "c": [Interval(0.0, None)],
-        "solver": [OneOf(("prox", "scip"))],
+        "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((None, *BACKENDS))],
+        "solver": [OneOf((None, *OLD_SOLVER_NAMES))],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         **COMMON_CONSTRAINTS,
     }
+    deprecated_params = {"solver": "write algorithm='exact' for solver='scip', algorithm='prox' for "
+                                   "solver='prox' (you gave solver={value!r})."}
 
     def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
-                 solver="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
-                 max_iter=20000, seed=None, solve_options=None):
+                 algorithm="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
+                 max_iter=20000, seed=None, solve_options=None, solver=None):
         self.structure = structure
         self.n_components = n_components
         self.c = c
         self.loss = loss
-        self.solver = solver
+        self.algorithm = algorithm
         self.backend = backend
+        self.solver = solver
         self.fit_intercept = fit_intercept
         self.standardize = standardize
         self.n_init = n_init
@@ -239,60 +256,39 @@ class ARMUL(GLMTasks):
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
 
+    def _method(self, problem: ArmulProblem, data: MultiTaskData):
+        """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
+        structure; every refusal of the method comes here, before any work."""
+        name = self._renamed("algorithm", "solver")
+        method = lookup(METHODS, OLD_SOLVER_NAMES.get(name, name), "ARMUL algorithm")
+        method.check_backend(self.backend)
+        structured = StructuredProblem(problem, self.structure, self.n_components,
+                                       self._identified, tuple(data.task_names))
+        refusal = method.refusal(structured, self.backend)
+        if refusal is not None:
+            raise InvalidParameterError(refusal)
+        return method, structured
+
     def _check_fit(self, data: MultiTaskData) -> None:
         super()._check_fit(data)
         if self.structure != "vanilla" and self.n_components is None:
             raise InvalidParameterError(
                 f"ARMUL(structure={self.structure!r}) needs n_components (clusters or rank).")
-        if self.backend is not None and self.solver != "scip":
-            raise InvalidParameterError(
-                f"backend={self.backend!r} is only used with solver='scip'; set solver='scip' "
-                f"or leave backend unset.")
-        if self.solver == "scip" and self.structure == "lowrank":
-            raise InvalidParameterError(
-                "ARMUL(structure='lowrank') has no exact SCIP model: the rank constraint makes it "
-                "a nonconvex program SCIP's global search does not finish beyond toy sizes; use "
-                "solver='prox'.")
-        if self.solver == "scip" and self.structure == "clustered" and not (
-                self.loss == "squared" and self.c > 0):
-            raise InvalidParameterError(
-                "ARMUL(structure='clustered', solver='scip') needs the squared loss and c > 0 "
-                "(the exact model's big-M comes from them); use solver='prox'.")
-        if self.solver == "scip" and self.structure == "clustered":
-            deficient = unidentified_mask(data.Xs, self.fit_intercept, collinear=True).any(axis=1)
-            if deficient.any():
-                names = [str(t) for t, bad in zip(data.task_names, deficient) if bad]
-                raise InvalidDataError(
-                    f"ARMUL(structure='clustered', solver='scip') needs every task's design to "
-                    f"have full column rank (the exact model's big-M bounds each task's "
-                    f"coefficients by its smallest eigenvalue); {len(names)} task(s) have a "
-                    f"constant or collinear feature or no more rows than coefficients: "
-                    f"{', '.join(names[:5])}{', ...' if len(names) > 5 else ''}. Use "
-                    f"solver='prox' (a local search), or drop those tasks or features.")
+        self._method(self._problem(data, self.c), data)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
-        deadline = Deadline(options.time_limit)  # the model build counts too
-        problem = self._problem(data, self.c)
-        if self.solver == "scip":
-            run, solver, version, source = solve_exact(problem, self.structure, self.n_components,
-                                                       options, deadline, self.backend or "scip")
-            return self._finish(data, problem, run, solver, version, source, options)
-        if self.structure == "vanilla":
-            theta0, center0 = _warm_start(init, problem, self._response_scale)
-            run = prox.fista(problem, theta0, center0, rel_gap=options.rel_gap, max_iter=self.max_iter)
-        elif self.structure == "clustered":
-            run = prox.clustered_armul(problem, self.n_components, self._anchors(problem),
-                                       np.random.default_rng(self.seed), n_init=self.n_init,
-                                       rel_gap=options.rel_gap)
-        else:
-            run = prox.lowrank_armul(problem, self.n_components, self._anchors(problem),
-                                     rel_gap=options.rel_gap)
-        return self._finish(data, problem, run, "prox (mtl_opt)", __version__,
-                            "dual feasible point from the iterate", options)
+        deadline = Deadline(options.time_limit)  # the whole fit: model build and every restart
+        method, structured = self._method(self._problem(data, self.c), data)  # cheap, checked
+        problem = structured.problem
+        anchors = self._anchors(problem) if self.structure != "vanilla" else None
+        run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
+                           deadline, self.backend, anchors=anchors, seed=self.seed,
+                           n_init=self.n_init, max_iter=self.max_iter)
+        return self._finish(data, run, options, method.name, self.backend or method.backends[0])
 
-    def _finish(self, data, problem, run, solver, version, bound_source, options) -> FitResult:
-        run, extra = self._restored(run), {}
+    def _finish(self, data, solved: SolverRun, options, algorithm, backend) -> FitResult:
+        run, extra = self._restored(solved.estimate), {}
         if self.structure == "vanilla":
             self.center_, center_intercept = (a[0] for a in self._to_original(run.centers[0]))
             self.center_intercept_ = float(center_intercept)
@@ -303,8 +299,8 @@ class ARMUL(GLMTasks):
         else:
             self.basis_ = run.extra["basis"]
             extra = {"basis": self.basis_}
-        return self._result(data, problem, run, solver=solver, version=version,
-                            bound_source=bound_source, rel_gap=options.rel_gap, extra=extra)
+        return self._result(data, replace(solved, estimate=run), rel_gap=options.rel_gap,
+                            algorithm=algorithm, backend=backend, extra=extra)
 
 
 def _warm_start(init: FitResult | None, problem: ArmulProblem, scale):

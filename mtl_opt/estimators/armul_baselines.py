@@ -26,6 +26,7 @@ from .. import __version__
 from ..data import MultiTaskData
 from ..result import FitResult
 from ..solvers import glm, prox
+from ..solvers.method import SolverRun
 from .armul import COMMON_CONSTRAINTS, GLMTasks
 from .base import Interval, OneOf
 
@@ -38,6 +39,8 @@ class _Baseline(GLMTasks):
 
     param_constraints = dict(COMMON_CONSTRAINTS)
     coupling: str | None = None
+    #: The one algorithm of the baseline (its FitResult's ``algorithm``; no backend).
+    algorithm_name = "newton"
 
     def __init__(self, *, loss="squared", fit_intercept=True, standardize=True):
         self.loss = loss
@@ -51,9 +54,11 @@ class _Baseline(GLMTasks):
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
             run.status = "converged"
         run = self._restored(run)
-        return self._result(data, problem, run, solver="newton (mtl_opt)", version=__version__,
-                            bound_source="dual feasible point from the gradients",
-                            rel_gap=GLM_REL_GAP, extra=run.extra)
+        solved = SolverRun(run, run.objective, run.lower_bound, "converged", run.log,
+                           {"solver": "newton (mtl_opt)", "solver_version": __version__,
+                            "bound": "dual feasible point from the gradients"})
+        return self._result(data, solved, rel_gap=GLM_REL_GAP, algorithm=self.algorithm_name,
+                            backend=None, extra=run.extra)
 
 
 class IndependentTasks(_Baseline):
@@ -92,7 +97,9 @@ class DataPooling(_Baseline):
 
 
 class _Structured(_Baseline):
-    """Baselines with ``n_components`` (and seeded restarts)."""
+    """Baselines with ``n_components`` (and seeded restarts): alternating exact blocks."""
+
+    algorithm_name = "alternating"
 
     param_constraints = {**COMMON_CONSTRAINTS, "n_components": [Interval(1, None, integer=True)],
                          "n_init": [Interval(1, None, integer=True)],

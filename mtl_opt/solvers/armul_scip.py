@@ -1,8 +1,8 @@
 """ARMUL's exact path: the Pyomo models of ``formulations.armul`` solved by SCIP (or Gurobi).
 
 Vanilla ARMUL is convex (a QCP, or an NLP with the logistic loss); clustered ARMUL with the
-squared loss is a MIQCP.  ``estimators.armul.ARMUL(solver="scip")`` checks that the model
-exists for its structure and loss before calling ``solve_exact``.
+squared loss is a MIQCP.  The ``exact`` method of ``solvers.armul_methods`` refuses a structure
+or loss without a model before calling ``solve_exact``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from .armul_partitions import MAX_TASKS, enumerate_partitions
 from .backends import get_backend
+from .method import SolverRun, stop_of
 from .options import SolveOptions
 from .prox import ProxRun
 
@@ -25,11 +26,11 @@ SOLVER_SHARE = 0.7
 
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 options: SolveOptions, deadline: Deadline,
-                backend_name: str = "scip") -> tuple[ProxRun, str, str, str]:
-    """The backend's (SCIP by default) solution, its solver name and version, a bound and the
-    bound's source.  Never the backend's own bound (its cone tolerances are absolute): vanilla
-    (convex), our safe dual bound at its point; clustered, the partitions of the tasks
-    (``certified_clusters``)."""
+                backend_name: str = "scip") -> SolverRun:
+    """The backend's (SCIP by default) solution (a ``ProxRun`` as the run's estimate) and a
+    bound, whose source is ``native["bound"]``.  Never the backend's own bound (its cone
+    tolerances are absolute): vanilla (convex), our safe dual bound at its point; clustered,
+    the partitions of the tasks (``certified_clusters``)."""
     if structure == "vanilla":
         model = formulation.build_vanilla_model(problem)
         kind = "qcp" if problem.loss == "squared" else "nlp"
@@ -42,7 +43,7 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                         deadline=deadline.share(SOLVER_SHARE) if enumerable else deadline)
     if not out.has_solution:
         raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
-                          f"raise time_limit or use solver='prox'.")
+                          f"raise time_limit or use algorithm='prox'.")
     theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
     if structure == "vanilla":
         centers = np.tile([model.center[k].value for k in model.K], (problem.m, 1))
@@ -58,10 +59,11 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         theta, centers, extra, bound, source = certified_clusters(
             problem, n_components, theta, centers, extra, deadline, options.rel_gap)
         objective = problem.objective(theta, centers)
-    status = "converged" if out.status == "optimal" else out.status   # SCIP's gap is not ours
-    run = ProxRun(theta, centers, objective, bound, status, 0, [],
-                  {**extra, "native": dict(out.native)})
-    return run, out.solver, out.solver_version, source
+    stop = stop_of(out.status)   # the backend's gap is not ours: final_status measures ours
+    estimate = ProxRun(theta, centers, objective, bound, stop, 0, [],
+                       {**extra, "native": dict(out.native)})
+    return SolverRun(estimate, objective, bound, stop, [],
+                     {"solver": out.solver, "solver_version": out.solver_version, "bound": source})
 
 
 def certified_clusters(problem, n_components, theta, centers, extra, deadline, rel_gap):

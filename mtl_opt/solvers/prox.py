@@ -4,10 +4,12 @@
   with the exact prox of lambda ||v||_2 (block soft-thresholding), a
   block-diagonal step metric and gradient restarts.  It stops when the
   relative duality gap (``ArmulProblem.dual_bound``) is <= rel_gap: status
-  ``optimal`` then means a proven gap, else ``iteration_limit``.
+  ``converged`` (``method.final_status`` proves ``optimal``), else ``iteration_limit``.
 - ``clustered_armul`` / ``lowrank_armul``: alternating minimization (the
   paper's Algorithm 1 with exact blocks) from seeded k-means++ or SVD starts;
-  every block step lowers the objective; status ``heuristic``.
+  every block step lowers the objective; no bound.
+- every ARMUL routine takes the fit's ``deadline`` and, once it passes, returns its best
+  answer so far with status ``time_limit``.
 - the MTL baselines (clustered / low-rank MTL without the ARMUL relaxation), solved by
   exact blocks (``solvers.glm``: normal equations or damped Newton).
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..deadline import Deadline
 from ..formulations.armul import ArmulProblem
 from .glm import group_fit, newton_glm, solve_psd, task_fits, task_rows
 
@@ -30,8 +33,9 @@ METRIC_SPLIT = 0.25
 class ProxRun:
     """A solver run: estimates, value, proven bound (or None), status and a log.
 
-    ``status``: ``converged`` (the run's own criterion met; ``method.final_status`` decides
-    whether that is ``optimal``), ``iteration_limit`` or ``heuristic`` (no bound sought)."""
+    ``status``: a ``method.STOPS`` (``converged``: the run's own criterion met;
+    ``method.final_status`` decides whether that is ``optimal``), or ``heuristic`` for the
+    baselines' local searches."""
 
     theta: np.ndarray
     centers: np.ndarray          # (m, d): the center gamma_j of every task
@@ -51,11 +55,11 @@ def block_soft_threshold(V: np.ndarray, tau: np.ndarray) -> np.ndarray:
 
 
 def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel_gap=1e-6,
-          max_iter=20000, check_every=10) -> ProxRun:
+          max_iter=20000, check_every=10, deadline: Deadline = Deadline()) -> ProxRun:
     """Vanilla ARMUL (one free center), or the Theta-step for fixed ``centers`` (m, d).
 
     Gap stopping: every ``check_every`` iterations the best dual bound so far
-    is compared with the objective at the current iterate.
+    is compared with the objective at the current iterate (and the deadline checked).
     """
     m, d = problem.m, problem.d
     shared = centers is None
@@ -95,6 +99,9 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
         if gap <= rel_gap * abs(objective):  # relative, no absolute floor: scale-free
             status = "converged"
             break
+        if deadline.expired():
+            status = "time_limit"
+            break
     return ProxRun(theta, np.broadcast_to(offset(center), (m, d)).copy(), objective,
                    None if best == -math.inf else best, status, it, log)
 
@@ -113,10 +120,14 @@ def _nearest(theta, centers) -> np.ndarray:
     return np.argmin(((theta[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=1)
 
 
-def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=100) -> list:
-    """Distinct label vectors from ``n_init`` k-means++ starts refined by Lloyd's iterations."""
-    found = {}
+def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=100,
+                      deadline: Deadline = Deadline()):
+    """Yield each new (labels, centers) of ``n_init`` k-means++ starts refined by Lloyd's
+    iterations, as it is found; after the first, none once ``deadline`` passes."""
+    found = set()
     for _ in range(n_init):
+        if found and deadline.expired():
+            return
         centers = kmeans_pp(anchors, k, rng)
         labels = _nearest(anchors, centers)
         for _ in range(max_iter):
@@ -126,15 +137,18 @@ def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=10
             if np.array_equal(new_labels, labels):
                 break
             labels = new_labels
-        found.setdefault(labels.tobytes(), (labels, centers))
-    return list(found.values())
+        if labels.tobytes() not in found:
+            found.add(labels.tobytes())
+            yield labels, centers
 
 
 def clustered_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, rng, *, n_init=10,
-                    rel_gap=1e-8, max_rounds=100) -> ProxRun:
-    """Alternate exact per-cluster vanilla fits and nearest-center labels from each seeded partition."""
+                    rel_gap=1e-8, max_rounds=100, deadline: Deadline = Deadline()) -> ProxRun:
+    """Alternate exact per-cluster vanilla fits and nearest-center labels from each seeded
+    partition; the best, ``converged`` or, when ``deadline`` cut the search, ``time_limit``."""
     best = None
-    for start, (labels, centers) in enumerate(seeded_partitions(anchors, k, rng, n_init)):
+    for start, (labels, centers) in enumerate(seeded_partitions(anchors, k, rng, n_init,
+                                                                 deadline=deadline)):
         theta, centers = anchors.copy(), centers.copy()
         for rounds in range(1, max_rounds + 1):
             for g in range(k):
@@ -144,17 +158,19 @@ def clustered_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, rng, *, 
                     theta[members] = centers[g] = task_fits(one, np.ones((1, problem.d), bool),
                                                             centers[g])[0]
                 elif members.size:
-                    run = fista(problem.subset(members), theta[members], centers[g], rel_gap=rel_gap)
+                    run = fista(problem.subset(members), theta[members], centers[g],
+                                rel_gap=rel_gap, deadline=deadline)
                     theta[members], centers[g] = run.theta, run.centers[0]
             new_labels = _nearest(theta, centers)
-            if np.array_equal(new_labels, labels):
+            if np.array_equal(new_labels, labels) or deadline.expired():
                 break
             labels = new_labels
         objective = problem.objective(theta, centers[labels])
         if best is None or objective < best.objective:
-            best = ProxRun(theta.copy(), centers[labels], objective, None, "heuristic", rounds,
+            best = ProxRun(theta.copy(), centers[labels], objective, None, "converged", rounds,
                            extra={"centers": centers.copy(), "labels": labels})
         best.log.append({"start": start, "objective": objective, "rounds": rounds})
+    best.status = "time_limit" if deadline.expired() else "converged"
     return best
 
 
@@ -166,7 +182,7 @@ def weighted_low_rank(theta: np.ndarray, weights: np.ndarray, k: int):
 
 
 def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap=1e-8,
-                  max_rounds=200, tol=1e-7, irls_steps=5) -> ProxRun:
+                  max_rounds=200, tol=1e-7, irls_steps=5, deadline: Deadline = Deadline()) -> ProxRun:
     """Alternate three descent steps from an SVD start:
 
     Theta given Gamma (certified convex step); for the squared loss, (B, Z)
@@ -177,7 +193,7 @@ def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap
     gamma, basis = weighted_low_rank(anchors, np.ones(problem.m), k)
     theta, previous, log = anchors.copy(), math.inf, []
     for rounds in range(1, max_rounds + 1):
-        theta = fista(problem, theta, centers=gamma, rel_gap=rel_gap).theta
+        theta = fista(problem, theta, centers=gamma, rel_gap=rel_gap, deadline=deadline).theta
         if problem.loss == "squared":
             V = theta - gamma
             shifted = problem.with_response(problem.y - problem.scores(V))
@@ -188,10 +204,11 @@ def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap
             gamma, basis = weighted_low_rank(theta, cap / dist + 1e-300, k)
         objective = problem.objective(theta, gamma)
         log.append({"round": rounds, "objective": objective})
-        if previous - objective <= tol * abs(objective):
+        if previous - objective <= tol * abs(objective) or deadline.expired():
             break
         previous = objective
-    return ProxRun(theta, gamma, objective, None, "heuristic", rounds, log, {"basis": basis})
+    status = "time_limit" if deadline.expired() else "converged"
+    return ProxRun(theta, gamma, objective, None, status, rounds, log, {"basis": basis})
 
 
 def clustered_mtl(problem: ArmulProblem, k: int, anchors, rng, *, n_init=10, max_rounds=100) -> ProxRun:

@@ -1,0 +1,99 @@
+"""The ARMUL family's method table: every algorithm ``ARMUL`` can run, in one place.
+
+``ARMUL`` looks its ``algorithm=`` up here (``method.lookup``), asks the method to
+``refuse`` in ``check`` (so ``mtl-opt validate`` refuses before any work) and runs it
+through ``Method.solve``.  A method sees the problem with its structure
+(``StructuredProblem``); its run's estimate is a ``prox.ProxRun`` (per-task
+coefficients, centers, and the labels or basis of the structure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import __version__
+from ..deadline import Deadline
+from ..formulations.armul import ArmulProblem
+from . import prox
+from .armul_scip import solve_exact
+from .method import Method, SolverRun
+from .options import SolveOptions
+
+
+@dataclass(frozen=True)
+class StructuredProblem:
+    """ARMUL's problem with its structure Omega: ``structure`` and ``n_components`` (clusters
+    or rank), ``identified`` (m, d), the columns each task's own least squares can estimate,
+    and the tasks' names (for messages)."""
+
+    problem: ArmulProblem
+    structure: str
+    n_components: int | None
+    identified: np.ndarray
+    task_names: tuple
+
+
+def _anything(problem: StructuredProblem, backend) -> None:
+    return None
+
+
+def _exact_model(problem: StructuredProblem, backend) -> str | None:
+    """Why the exact Pyomo model does not exist or cannot be bounded here, or None."""
+    if problem.structure == "lowrank":
+        return ("ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
+                "nonconvex program SCIP's global search does not finish beyond toy sizes; use "
+                "algorithm='prox'.")
+    if problem.structure != "clustered":
+        return None
+    if problem.problem.loss != "squared" or not np.all(problem.problem.lam > 0):
+        return ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and c > 0 "
+                "(the exact model's big-M comes from them); use algorithm='prox'.")
+    deficient = [str(name) for name, full in zip(problem.task_names, problem.identified.all(axis=1))
+                 if not full]
+    if deficient:
+        return (f"ARMUL(structure='clustered', algorithm='exact') needs every task's design to "
+                f"have full column rank (the exact model's big-M bounds each task's coefficients "
+                f"by its smallest eigenvalue); {len(deficient)} task(s) have a constant or "
+                f"collinear feature or no more rows than coefficients: "
+                f"{', '.join(deficient[:5])}{', ...' if len(deficient) > 5 else ''}. Use "
+                f"algorithm='prox' (a local search), or drop those tasks or features.")
+    return None
+
+
+def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
+          backend, *, anchors=None, seed=None, n_init=10, max_iter=20000) -> SolverRun:
+    """FISTA on vanilla ARMUL from ``incumbent`` ((theta, center) or None); the alternating
+    searches of clustered / low-rank ARMUL from ``anchors`` (no bound)."""
+    armul, k = problem.problem, problem.n_components
+    if problem.structure == "vanilla":
+        theta0, center0 = incumbent or (None, None)
+        run = prox.fista(armul, theta0, center0, rel_gap=options.rel_gap, max_iter=max_iter,
+                         deadline=deadline)
+    elif problem.structure == "clustered":
+        run = prox.clustered_armul(armul, k, anchors, np.random.default_rng(seed), n_init=n_init,
+                                   rel_gap=options.rel_gap, deadline=deadline)
+    else:
+        run = prox.lowrank_armul(armul, k, anchors, rel_gap=options.rel_gap, deadline=deadline)
+    return SolverRun(run, run.objective, run.lower_bound, run.status, run.log,
+                     {"solver": "prox (mtl_opt)", "solver_version": __version__,
+                      "bound": "dual feasible point from the iterate"})
+
+
+def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
+           backend, **settings) -> SolverRun:
+    return solve_exact(problem.problem, problem.structure, problem.n_components, options,
+                       deadline, backend or "scip")
+
+
+#: Method name -> Method; ``ARMUL(algorithm=...)`` names one.
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("prox", (None,), True, _anything, _prox,
+           "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, "
+           "low-rank; no bound)", None, "dual feasible point from the iterate (vanilla)"),
+    Method("exact", ("scip", "gurobi"), True, _exact_model, _exact,
+           "the exact Pyomo model (vanilla QCP / NLP, clustered MIQCP)", None,
+           "our dual bound at the backend's point (vanilla); the least safe vanilla bound over "
+           "the partitions of the tasks (clustered)"),
+)}
