@@ -153,6 +153,46 @@ def test_warm_start_gives_the_same_certified_optimum():
     assert warm.status == "optimal" and warm.objective == pytest.approx(cold.objective, rel=2e-6)
 
 
+@pytest.mark.parametrize("structure, settings, time_limit", [
+    ("clustered", {"n_init": 10**6}, 1.0),   # a million restarts: seeding alone outlasts the limit
+    ("lowrank", {}, 1e-6),                    # the limit passes during the first round
+])
+def test_time_limit_bounds_the_whole_prox_fit(structure, settings, time_limit):
+    import time
+    data = as_data(*random_tasks(0, "squared", m=6))
+    start = time.perf_counter()
+    est = ARMUL(structure, n_components=2, seed=0, **settings,
+                solve_options=SolveOptions(time_limit=time_limit)).fit(data)
+    elapsed = time.perf_counter() - start
+    result = est.result_
+    assert elapsed < 15, elapsed   # 1 s plus building and one partial restart; margin for 4x load
+    assert result.status == "time_limit" and result.lower_bound is None
+    assert result.algorithm == "prox" and result.backend is None
+    assert np.all(np.isfinite(result.coef)) and np.isfinite(result.objective)
+
+
+def test_deprecated_solver_name_warns_and_runs_the_same_method():
+    data = as_data(*random_tasks(2, "squared"))
+    new = ARMUL(c=1.0, algorithm="exact", **PLAIN).fit(data).result_
+    with pytest.warns(DeprecationWarning, match="algorithm='exact' for solver='scip'"):
+        old = ARMUL(c=1.0, solver="scip", **PLAIN).fit(data).result_
+    assert (old.algorithm, old.backend) == (new.algorithm, new.backend) == ("exact", "scip")
+    assert old.status == new.status and old.solver == new.solver == "SCIP"
+    assert old.objective == pytest.approx(new.objective, rel=1e-12)
+    np.testing.assert_allclose(old.coef, new.coef, rtol=1e-9, atol=1e-12)
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidParameterError,
+                                                        match="deprecated name of algorithm"):
+        ARMUL(algorithm="exact", solver="prox").fit(data)
+
+
+def test_baselines_report_their_one_algorithm_and_no_backend():
+    data = as_data(*random_tasks(0, "squared"))
+    for est, algorithm in ((IndependentTasks(), "newton"), (DataPooling(), "newton"),
+                           (ClusteredMTL(2, seed=0), "alternating"), (LowRankMTL(2), "alternating")):
+        result = est.fit(data).result_
+        assert (result.algorithm, result.backend) == (algorithm, None)
+
+
 @pytest.mark.parametrize("kwargs, data_kind, match", [
     ({"c": -1.0}, "squared", "'c' parameter of ARMUL"),
     ({"structure": "clustered", "n_components": 9}, "squared", "n_components=9 exceeds"),
