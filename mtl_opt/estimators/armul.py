@@ -88,10 +88,9 @@ class GLMTasks(MTLEstimator):
         return coef, intercept
 
     def _result(self, data, solved: SolverRun, *, rel_gap, algorithm, backend, extra=None):
-        """The FitResult of ``solved``, whose estimate is a ProxRun on the data's scale
-        (``_restored``) and whose ``native`` names the solver, its version and the bound's source."""
-        run = solved.estimate
-        status = final_status(SolverRun(run, run.objective, run.lower_bound, solved.stop), rel_gap)
+        """The FitResult of ``solved``, a run on the data's scale (``_restored``) whose estimate
+        is a ProxRun and whose ``native`` names the solver, its version and the bound's source."""
+        run, status = solved.estimate, final_status(solved, rel_gap)
         coef, intercept = self._to_original(run.theta)
         self.n_iter_ = run.n_iter
         return FitResult(
@@ -299,8 +298,9 @@ class ARMUL(GLMTasks):
         else:
             self.basis_ = run.extra["basis"]
             extra = {"basis": self.basis_}
-        return self._result(data, replace(solved, estimate=run), rel_gap=options.rel_gap,
-                            algorithm=algorithm, backend=backend, extra=extra)
+        restored = replace(solved, estimate=run, objective=run.objective, lower_bound=run.lower_bound)
+        return self._result(data, restored, rel_gap=options.rel_gap, algorithm=algorithm,
+                            backend=backend, extra=extra)
 
 
 def _warm_start(init: FitResult | None, problem: ArmulProblem, scale):
