@@ -60,7 +60,9 @@ def enumerate_partitions(problem: ArmulProblem, n_clusters: int, deadline: Deadl
             continue   # some other group would be empty: a partition into k groups never uses it
         if deadline.expired():
             return None
-        runs[group] = prox.fista(problem.subset(_tasks(group, m)), rel_gap=rel_gap)
+        # a group cut by the deadline keeps its best dual bound so far: still a valid one
+        runs[group] = prox.fista(problem.subset(_tasks(group, m)), rel_gap=rel_gap,
+                                 deadline=deadline)
     bounds = {group: _safe_bound(problem.subset(_tasks(group, m)), run) for group, run in runs.items()}
     lower, _ = _least_cover(bounds, m, k)
     _, groups = _least_cover({group: run.objective for group, run in runs.items()}, m, k)
