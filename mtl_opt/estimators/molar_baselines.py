@@ -25,6 +25,9 @@ class CenteredEstimator(MTLEstimator):
     None)`` with ``fitted`` = the pairs the estimator's rule identifies (``_unidentified_mask``
     on the uncentred data, so the intercept counts)."""
 
+    #: The one algorithm it runs (``FitResult.algorithm``; no ``algorithm=`` choice).
+    algorithm: str
+
     def _fit(self, data: MultiTaskData) -> FitResult:
         fitted = ~self._unidentified_mask(data)
         centred, scaler = data.standardize(how="task", center=self.fit_intercept, scale=False)
@@ -40,6 +43,7 @@ class CenteredEstimator(MTLEstimator):
             lower_bound=None, status="heuristic",
             objective_name="sum of per-task mean squared errors / 2 (no certificate)",
             solver="scikit-learn Lasso", solver_version=sklearn.__version__,
+            algorithm=self.algorithm, backend=None,
             task_names=list(data.task_names), feature_names=list(data.feature_names), extra=extra)
 
 
@@ -57,6 +61,7 @@ class PerTaskLasso(CenteredEstimator):
     """
 
     method = "lasso"
+    algorithm = "lasso"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, c_lambda=C_LAMBDA_LASSO, fit_intercept=True):
@@ -80,6 +85,7 @@ class RobustMultitask(CenteredEstimator):
     """
 
     method = "rm"
+    algorithm = "lasso_debias"
     identification = "collinear"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
                          "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
@@ -106,6 +112,7 @@ class MedianLasso(CenteredEstimator):
     """
 
     method = "ml"
+    algorithm = "lasso_debias"
     identification = "collinear"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
                          "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],
