@@ -109,7 +109,7 @@ def resolve(algorithm: str, backend: str | None) -> Method:
     refusal = found.refusal(None, backend)
     if refusal is not None:
         raise InvalidParameterError(refusal)
-    found.check_backend(backend)
+    found.check_backend(backend_used(found, backend))
     return found
 
 
