@@ -12,17 +12,17 @@ import numpy as np
 import scipy.stats
 
 from ..data import MultiTaskData
-from ..errors import InvalidParameterError
 from ..formulations import molar as formulation
+from ..params import validate_params
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from ..deadline import Deadline
 from ..solvers.method import final_status
-from ..solvers.molar import MolarFit, molar_fit, noise_levels
+from ..solvers.molar import SIGMA, MolarFit, molar_fit, noise_levels
 from ..solvers.molar_methods import METHODS, backend_used, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 
 class MOLAR(MTLEstimator):
@@ -122,13 +122,12 @@ class MOLAR(MTLEstimator):
     identification = "collinear"
     method = "molar"
     param_constraints = {
-        "threshold": [OneOf(("hard", "soft"))],
+        "threshold": [OneOf(formulation.THRESHOLDS)],
         "c_gamma": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((*BACKENDS, None))],
         "median": [OneOf((None, *METHODS))],
-        "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True),
-                  SequenceOf(Interval(0.0, None, open_low=True))],
+        "sigma": SIGMA,
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
     }
@@ -184,6 +183,7 @@ class MOLAR(MTLEstimator):
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "sigma": sigma, "weights": fit.weights})
 
+    @validate_params({"alpha": [Interval(0.0, 1.0, open_low=True, open_high=True)]})
     def conf_int(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Entry-wise (1 - alpha) confidence intervals for the task coefficients (Appendix F).
 
@@ -196,8 +196,6 @@ class MOLAR(MTLEstimator):
         sigma the OLS intervals use t quantiles and the others plug in sigma_hat.
         """
         self._check_is_fitted()
-        if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-            raise InvalidParameterError(f"conf_int: alpha must be a float in (0, 1); got {alpha!r}.")
         fit = self.molar_fit_
         lower, upper = molar_intervals(fit, alpha, known_sigma=self.sigma is not None)
         return split_intercept(lower, self.fit_intercept)[0], split_intercept(upper, self.fit_intercept)[0]

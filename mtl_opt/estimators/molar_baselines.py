@@ -11,7 +11,7 @@ import sklearn
 
 from ..data import MultiTaskData
 from ..result import FitResult
-from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, lasso_coefs, ml_coefs, rm_coefs
+from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, TRIMMING, lasso_coefs, ml_coefs, rm_coefs
 from ..solvers.least_squares import fitted_columns
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 
@@ -87,9 +87,8 @@ class RobustMultitask(CenteredEstimator):
     method = "rm"
     algorithm = "lasso_debias"
     identification = "collinear"
-    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
-                         "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
-                         "eta": [Interval(0.0, 0.5, open_high=True)], "fit_intercept": [BOOLEAN]}
+    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], **TRIMMING,
+                         "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, c_lambda=C_LAMBDA_RM, zeta=0.1, eta=0.1, fit_intercept=True):
         self.c_lambda = c_lambda

@@ -32,9 +32,11 @@ from sklearn.linear_model import LogisticRegression
 
 from ..data import MultiTaskData
 from ..errors import InvalidDataError
+from ..formulations.molar import THRESHOLDS
 from ..identifiability import constant_columns
+from ..params import POSITIVE, validate_params
 from ..result import FitResult
-from ..solvers.lasso_debias import check_tasks, lasso_coefs, median_lasso_debias
+from ..solvers.lasso_debias import ARRAY_OPTIONS, check_tasks, lasso_coefs, median_lasso_debias
 from ..solvers.least_squares import (
     TaskFits,
     fitted_columns,
@@ -53,6 +55,7 @@ from .molar_baselines import CenteredEstimator
 MLE_TOL, MLE_MAX_ITER = 1e-10, 5_000
 
 
+@validate_params({"c_lambda_local": POSITIVE, "c_lambda": POSITIVE, **ARRAY_OPTIONS})
 def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.1,
                    return_global: bool = False, fitted=None):
     """High-dimensional MOLAR: per-task LASSO, weighted median (w_m = n_m), LASSO debiasing.
@@ -64,7 +67,7 @@ def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.
     there is 0 by construction, not evidence.  The debiasing then leaves that
     coefficient at the global value (a zero column costs nothing to leave).
     """
-    data = check_tasks(Xs, ys, "molar_hd_coefs", c_lambda)
+    data = check_tasks(Xs, ys, "molar_hd_coefs")
     if fitted is None:
         fitted = ~np.array([constant_columns(X, center=False) for X in data.Xs])
     local = lasso_coefs(data.Xs, data.ys, c_lambda=c_lambda_local)
@@ -157,7 +160,7 @@ class MOLARLogistic(MTLEstimator):
     method = "molar_logistic"
     algorithm = "closed_form"   # the weighted median of ``molar_methods`` it runs (no choice)
     identification = "collinear"
-    param_constraints = {"threshold": [OneOf(("hard", "soft"))], "c_gamma": [Interval(0.0, None)],
+    param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True):

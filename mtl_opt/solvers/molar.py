@@ -18,6 +18,7 @@ from ..data import MultiTaskData
 from ..deadline import Deadline
 from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations import molar as formulation
+from ..params import NONE, NONNEGATIVE, Interval, OneOf, SequenceOf, validate_params
 from .least_squares import TaskFits, per_task_ols
 from .method import Method, SolverRun
 from .molar_methods import METHODS, MedianProblem, solve_median
@@ -97,6 +98,11 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
                     final, log)
 
 
+#: A known noise level: one for every task, or one per task (None: estimated).
+SIGMA = [NONE, Interval(0.0, None, open_low=True), SequenceOf(Interval(0.0, None, open_low=True))]
+
+
+@validate_params({"sigma": SIGMA, "c_gamma": NONNEGATIVE, "threshold": [OneOf(formulation.THRESHOLDS)]})
 def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "hard") -> np.ndarray:
     """MOLAR (Algorithm 1, closed-form median) on per-task arrays, no intercept: an (M, d) array.
 
@@ -105,20 +111,7 @@ def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "h
     Same code path, and the same handling of coordinates a task does not identify,
     as ``MOLAR(fit_intercept=False)``.
     """
-    check_positive("molar_coefs", "c_gamma", c_gamma, allow_zero=True)
-    if threshold not in ("hard", "soft"):
-        raise InvalidParameterError(f"molar_coefs: threshold must be 'hard' or 'soft'; got {threshold!r}.")
     data = MultiTaskData(Xs, ys)
     fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None))
     levels = noise_levels(sigma, fits, data.n_samples, data.task_names, "molar_coefs")
     return molar_fit(fits, data.n_samples, levels, c_gamma=c_gamma, threshold=threshold).coef
-
-
-def check_positive(owner: str, name: str, value, *, allow_zero: bool = False) -> float:
-    """A finite float > 0 (>= 0 with ``allow_zero``), or an InvalidParameterError naming it."""
-    ok = (isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-          and np.isfinite(value) and (value >= 0 if allow_zero else value > 0))
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidParameterError(f"{owner}: {name} must be a finite float {bound}; got {value!r}.")
-    return float(value)
