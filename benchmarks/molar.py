@@ -76,7 +76,7 @@ def headline(args, backends):
     methods = dict(METHODS)
     methods["MOLAR soft"] = lambda: MOLAR(threshold="soft", fit_intercept=False)
     for backend in backends:
-        methods[f"MOLAR hard, LP {backend}"] = lambda b=backend: MOLAR(median="lp", backend=b,
+        methods[f"MOLAR hard, LP {backend}"] = lambda b=backend: MOLAR(algorithm="lp", backend=b,
                                                                        fit_intercept=False)
     start = time.perf_counter()
     out = run(methods, args.d, args.M, args.n, args.s, args.sigma, args.seeds)

@@ -106,6 +106,6 @@ def test_armul_exact_model_on_gurobi_agrees_with_scip(data, structure):
 
 
 def test_molar_median_lp_on_gurobi_matches_the_sorted_median(data):
-    lp = MOLAR(median="lp", backend="gurobi").fit(data)
-    closed = MOLAR(median="closed_form").fit(data)
+    lp = MOLAR(algorithm="lp", backend="gurobi").fit(data)
+    closed = MOLAR(algorithm="closed_form").fit(data)
     assert np.allclose(lp.coef_, closed.coef_, rtol=1e-7, atol=1e-9)

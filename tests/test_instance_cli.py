@@ -44,7 +44,7 @@ def workdir(tmp_path):
     return tmp_path
 
 
-def write(workdir, method='median = "lp"', solve='backend = "highs"', text=None):
+def write(workdir, method='algorithm = "lp"', solve='backend = "highs"', text=None):
     path = workdir / "inst.toml"
     path.write_text(text if text is not None else GOOD.format(method=method, solve=solve))
     return path
@@ -86,11 +86,11 @@ def test_json_is_lossless_to_the_bit():
 
 
 @pytest.mark.parametrize("method, solve, error, phrase", [
-    ('median = "lp"\nc_gamam = 1.0', "", InstanceFileError, "c_gamam"),
+    ('algorithm = "lp"\nc_gamam = 1.0', "", InstanceFileError, "c_gamam"),
     ('threshold = "medium"', "", InvalidParameterError, "threshold"),
     ("", 'backend = "highs"\ntime_limt = 3', InstanceFileError, "time_limt"),
     ("", "rel_gap = -1.0", InstanceFileError, "rel_gap"),
-    ('median = "lp"', 'backend = "cplex"', InvalidParameterError, "cplex"),
+    ('algorithm = "lp"', 'backend = "cplex"', InvalidParameterError, "cplex"),
 ])
 def test_bad_instances_through_api_and_cli(workdir, method, solve, error, phrase):
     path = write(workdir, method, solve)

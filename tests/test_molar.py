@@ -83,7 +83,7 @@ def test_molar_closed_form_follows_algorithm_1_step_by_step():
 def test_molar_lp_median_gives_the_closed_form_objective_and_a_certificate(backend):
     problem = sparse_heterogeneity(d=6, M=7, n=60, s=2, sigma=0.1, seed=4)
     closed = MOLAR().fit(problem.data).result_
-    lp = MOLAR(median="lp", backend=backend).fit(problem.data).result_
+    lp = MOLAR(algorithm="lp", backend=backend).fit(problem.data).result_
     assert lp.objective == pytest.approx(closed.objective, rel=1e-9)
     assert lp.lower_bound <= lp.objective + 1e-9
     assert lp.status == "optimal" and lp.rel_gap <= 1e-6
@@ -136,5 +136,5 @@ def test_collinear_feature_is_filled_without_moving_the_tasks_fit():
 
 def test_backend_without_lp_median_is_refused():
     data = sparse_heterogeneity(d=3, M=2, n=30, s=1, seed=0).data
-    with pytest.raises(InvalidParameterError, match="median='lp'"):
+    with pytest.raises(InvalidParameterError, match="runs on mtl_opt itself"):
         MOLAR(backend="highs").fit(data)

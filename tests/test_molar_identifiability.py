@@ -20,7 +20,8 @@ from mtl_opt.estimators import (
     PooledOLS,
     RobustMultitask,
 )
-from mtl_opt.solvers.molar import _median_by_lp, _median_closed_form
+from mtl_opt.deadline import Deadline
+from mtl_opt.solvers.molar_methods import METHODS, MedianProblem
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
@@ -41,7 +42,7 @@ MOLAR_SMALL = [["site6", "x2"], ["site6", "x3"], ["site7", "x2"], ["site7", "x3"
 
 @pytest.mark.parametrize(("estimator", "expected"), [
     (MOLAR(), CONSTANT + MOLAR_SMALL),
-    (MOLAR(threshold="soft", median="lp"), CONSTANT + MOLAR_SMALL),
+    (MOLAR(threshold="soft", algorithm="lp"), CONSTANT + MOLAR_SMALL),
     (MOLAR(sigma=0.5), CONSTANT + OLS_SMALL),
     (PerTaskOLS(), CONSTANT + OLS_SMALL),
     (PooledOLS(), []),
@@ -128,13 +129,14 @@ def test_lp_and_closed_form_agree_and_the_bound_holds_with_zero_weights(seed):
     weights[rng.integers(6, size=4), np.arange(4)] = 1.0  # each covariate keeps a positive weight
     values = np.where(weights > 0, values, 1e12)
     optimum = exact_optimum(values, weights)
-    closed = _median_closed_form(values, weights)
-    for median in (closed, *(_median_by_lp(values, weights, b, SolveOptions()) for b in ("highs", "scip"))):
-        objective = F.median_objective(median.z, values, weights)
+    problem = MedianProblem(values, weights)
+    for method, backend in ((METHODS["closed_form"], None), (METHODS["lp"], "highs"), (METHODS["lp"], "scip")):
+        median = method.solve(problem, None, SolveOptions(), Deadline(), backend)
+        objective = F.median_objective(median.estimate, values, weights)
         assert Fraction(median.lower_bound) <= optimum
         assert objective == pytest.approx(float(optimum), rel=1e-12)
         assert objective - median.lower_bound <= 1e-9 * objective
-        assert np.all(np.abs(median.z - 1e6) < 10)
+        assert np.all(np.abs(median.estimate - 1e6) < 10)
 
 
 def test_per_task_ols_equals_least_squares_without_the_column(sites):
@@ -182,7 +184,7 @@ def test_a_feature_no_task_identifies_is_zero_with_a_warning():
     ys = [X[:, 0] + 0.1 * rng.normal(size=20) for X in Xs]
     data = MultiTaskData(Xs, ys)
     for median in ("closed_form", "lp"):
-        model = MOLAR(median=median).fit(data)
+        model = MOLAR(algorithm=median).fit(data)
         assert np.all(model.coef_[:, 1] == 0) and model.global_coef_[1] == 0
         assert model.result_.status == "optimal" and "['x1']" in model.result_.warnings[0]
         assert len(model.result_.unidentified) == 4

@@ -111,7 +111,7 @@ def test_discovery_reaches_every_kind_of_owner():
 
 
 #: Arguments that are the objects a run works on, not settings: their types are the caller's contract.
-SUBJECTS = {"system", "methods", "env", "policies"}
+SUBJECTS = {"system", "methods", "env", "policies", "Xs", "ys"}   # Xs, ys: MultiTaskData checks them
 
 
 @pytest.mark.parametrize("key", sorted(OWNERS))

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import MOLAR
-from mtl_opt.solvers.molar import _median_by_lp, _median_closed_form
+from mtl_opt.deadline import Deadline
+from mtl_opt.solvers.molar_methods import METHODS, MedianProblem
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 
@@ -36,9 +37,8 @@ def exact_optimum(values, weights) -> Fraction:
 
 
 def solve(path, values, weights):
-    if path == "closed_form":
-        return _median_closed_form(values, weights)
-    return _median_by_lp(values, weights, path, SolveOptions())
+    method, backend = (METHODS["closed_form"], None) if path == "closed_form" else (METHODS["lp"], path)
+    return method.solve(MedianProblem(values, weights), None, SolveOptions(), Deadline(), backend)
 
 
 def check_certificate(path, values, weights):
@@ -46,10 +46,10 @@ def check_certificate(path, values, weights):
     median = solve(path, values, weights)
     optimum = exact_optimum(values, weights)
     assert Fraction(median.lower_bound) <= optimum
-    assert exact_objective(median.z, values, weights) >= optimum
-    objective = F.median_objective(median.z, values, weights)
+    assert exact_objective(median.estimate, values, weights) >= optimum
+    objective = F.median_objective(median.estimate, values, weights)
     # the float objective is accurate at any level (1e-12 relative), and the bound is tight
-    exact = exact_objective(median.z, values, weights)
+    exact = exact_objective(median.estimate, values, weights)
     assert abs(Fraction(objective) - exact) <= exact * Fraction(1, 10**12)
     assert objective - median.lower_bound <= 1e-9 * max(objective, 1e-300)
 
@@ -123,7 +123,7 @@ def intercept_level_data(seed, level=1e9):
 @pytest.mark.parametrize("median, backend", [("closed_form", None), ("lp", "highs"), ("lp", "scip")])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_molar_at_a_large_intercept_level_reports_a_valid_optimal_certificate(median, backend, seed):
-    model = MOLAR(median=median, backend=backend).fit(intercept_level_data(seed))
+    model = MOLAR(algorithm=median, backend=backend).fit(intercept_level_data(seed))
     result, fit = model.result_, model.molar_fit_
     optimum = exact_optimum(fit.local, fit.weights)
     assert Fraction(fit.median.lower_bound) <= optimum  # the bound as computed, before any guard

@@ -60,19 +60,19 @@ LIBRARY = {
     "tiny_sparse_zbar": ("tiny_sparse_b", dict(variant="zbar_l2", s=2, lambda_ridge=0.05, lambda_zbar=0.05),
                          SPARSE_SOLVE),
     "tiny_sparse_cs": ("tiny_sparse_b", dict(variant="cs_l2", s=2, lambda_ridge=0.05), SPARSE_SOLVE),
-    "tiny_molar": ("tiny_molar", dict(median="lp"), {}),
+    "tiny_molar": ("tiny_molar", dict(algorithm="lp"), {}),
     "tiny_armul_vanilla": ("tiny_armul", dict(structure="vanilla"), {}),
     "small_sparse_l0l2": ("small_sparse", dict(variant="l0l2", s=3, lambda_ridge=0.02), SPARSE_SOLVE),
     "small_sparse_zbar": ("small_sparse", dict(variant="zbar_l2", s=3, lambda_ridge=0.02, lambda_zbar=0.02),
                           SPARSE_SOLVE),
     "small_sparse_cs": ("small_sparse", dict(variant="cs_l2", s=3, lambda_ridge=0.02), SPARSE_SOLVE),
-    "small_molar": ("small_molar", dict(median="lp"), {}),
+    "small_molar": ("small_molar", dict(algorithm="lp"), {}),
     "small_armul_vanilla": ("small_armul", dict(structure="vanilla"), {}),
     "small_armul_clustered": ("small_armul_clusters", dict(structure="clustered", n_components=3, seed=0), {}),
     "medium_sparse_l0l2": ("medium_sparse", dict(variant="l0l2", s=4, lambda_ridge=0.01), SPARSE_SOLVE),
     "medium_sparse_zbar": ("medium_sparse", dict(variant="zbar_l2", s=4, lambda_ridge=0.01, lambda_zbar=0.01),
                            SPARSE_SOLVE),
-    "medium_molar": ("medium_molar", dict(median="lp"), {}),
+    "medium_molar": ("medium_molar", dict(algorithm="lp"), {}),
     "medium_armul_vanilla": ("medium_armul", dict(structure="vanilla"), {}),
     "medium_armul_clustered": ("medium_armul_clusters", dict(structure="clustered", n_components=3, seed=0),
                                {}),
@@ -81,7 +81,7 @@ LIBRARY = {
 LARGE = {
     "large_sparse_zbar": ("large_sparse", dict(variant="zbar_l2", s=10, lambda_ridge=0.01, lambda_zbar=0.01),
                           SPARSE_SOLVE),
-    "large_molar": ("large_molar", dict(median="lp"), {}),
+    "large_molar": ("large_molar", dict(algorithm="lp"), {}),
     "large_armul_vanilla": ("large_armul", dict(structure="vanilla"), {}),
 }
 GENERATORS = {"sparse": smtl_simulation, "molar": sparse_heterogeneity, "armul": armul_simulation}
@@ -104,7 +104,7 @@ def write_instance(out: Path, name: str, spec, data) -> float | None:
         lines += ["", "[solve]", *_toml_lines(solve)]
     (out / f"{name}.toml").write_text("\n".join(lines) + "\n")
     if family == "molar":
-        return MOLAR(median="closed_form").fit(data).result_.objective
+        return MOLAR(algorithm="closed_form").fit(data).result_.objective
     if family == "sparse":
         return sparse_optimum(data.standardize(how="task", center=True, scale=True)[0], method)
     return None

@@ -98,5 +98,6 @@ def _least_squares_result(method, data, coef, intercept, objective, lower, objec
         method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
         status=final_status(SolverRun(coef, objective, lower), LS_REL_GAP), objective_name=objective_name,
         bound_source="least-squares distance bound, safe in float64", solver="numpy/scipy",
+        algorithm="ols", backend=None,
         solver_version=np.__version__, task_names=list(data.task_names),
         feature_names=list(data.feature_names), warnings=list(warnings))

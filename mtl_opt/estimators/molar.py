@@ -12,15 +12,17 @@ import numpy as np
 import scipy.stats
 
 from ..data import MultiTaskData
-from ..errors import InvalidParameterError
 from ..formulations import molar as formulation
+from ..params import validate_params
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
-from ..solvers.method import SolverRun, final_status
-from ..solvers.molar import MolarFit, molar_fit, noise_levels
+from ..deadline import Deadline
+from ..solvers.method import final_status
+from ..solvers.molar import SIGMA, MolarFit, molar_fit, noise_levels
+from ..solvers.molar_methods import METHODS, backend_used, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SequenceOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 
 class MOLAR(MTLEstimator):
@@ -71,11 +73,13 @@ class MOLAR(MTLEstimator):
     threshold : {"hard", "soft"}, default="hard"
     c_gamma : float, default=1.0
         Scale of the threshold; Theorem 1 needs c_gamma >= 1 for its guarantee.
-    median : {"closed_form", "lp"}, default="closed_form"
+    algorithm : {"closed_form", "lp"}, default="closed_form"
         Compute the weighted median by sorting, or as one LP over all
-        covariates solved by ``backend``.
-    backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None, default=None
-        LP solver when ``median="lp"`` (None picks HiGHS, else SCIP).
+        covariates solved by ``backend`` (``mtl_opt.solvers.molar_methods``).
+    backend : "highs", "scip", "gurobi" or None, default=None
+        LP solver when ``algorithm="lp"`` (None: HiGHS).
+    median : deprecated, default=None
+        The old name of ``algorithm``.
     sigma : float, sequence of floats, or None, default=None
         Known noise standard deviation (one, or one per task); None estimates
         sigma_m^2 = RSS_m / (n_m - d_m).
@@ -101,7 +105,7 @@ class MOLAR(MTLEstimator):
     -----
     The certificate: ``lower_bound`` is the dual objective of a dual feasible
     point (|u_mk| <= w_mk, sum_m u_mk = 0), built from the median itself (with
-    ``median="lp"`` also from the LP's duals; the higher bound is reported),
+    ``algorithm="lp"`` also from the LP's duals; the higher bound is reported),
     evaluated on data centred at the median and lowered by a rigorous bound on
     its rounding error, so it holds at any common level of the data (e.g.
     intercepts ~1e9); it proves how far the reported global estimate is from
@@ -118,31 +122,30 @@ class MOLAR(MTLEstimator):
     identification = "collinear"
     method = "molar"
     param_constraints = {
-        "threshold": [OneOf(("hard", "soft"))],
+        "threshold": [OneOf(formulation.THRESHOLDS)],
         "c_gamma": [Interval(0.0, None)],
-        "median": [OneOf(("closed_form", "lp"))],
+        "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((*BACKENDS, None))],
-        "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True),
-                  SequenceOf(Interval(0.0, None, open_low=True))],
+        "median": [OneOf((None, *METHODS))],
+        "sigma": SIGMA,
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
     }
+    deprecated_params = {"median": "write algorithm={value!r}."}
 
-    def __init__(self, *, threshold="hard", c_gamma=1.0, median="closed_form", backend=None,
-                 sigma=None, fit_intercept=True, solve_options=None):
+    def __init__(self, *, threshold="hard", c_gamma=1.0, algorithm="closed_form", backend=None,
+                 sigma=None, fit_intercept=True, solve_options=None, median=None):
         self.threshold = threshold
         self.c_gamma = c_gamma
-        self.median = median
+        self.algorithm = algorithm
         self.backend = backend
+        self.median = median
         self.sigma = sigma
         self.fit_intercept = fit_intercept
         self.solve_options = solve_options
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        if self.backend is not None and self.median != "lp":
-            raise InvalidParameterError(
-                f"backend={self.backend!r} is only used with median='lp'; set median='lp' "
-                f"or leave backend unset.")
+        resolve(self._renamed("algorithm", "median"), self.backend)
         self._unidentified_mask(data)   # the per-task OLS stage's refusals
 
     def _residual_dof(self) -> int:
@@ -154,33 +157,33 @@ class MOLAR(MTLEstimator):
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()
+        deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
+        method = resolve(self._renamed("algorithm", "median"), self.backend)   # cheap, checked
         clock = time.perf_counter()
         fits = per_task_ols(data, self.fit_intercept, self._residual_dof())
         ols_time = time.perf_counter() - clock
         sigma = noise_levels(self.sigma, fits, data.n_samples, data.task_names, type(self).__name__)
         fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
-                        median=self.median, backend=self.backend, options=options)
+                        method=method, backend=self.backend, options=options, deadline=deadline)
         log = [{"stage": "ols", "time": ols_time}, *fit.log]
         median = fit.median
-        objective = formulation.median_objective(median.z, fit.local, fit.entry_weights)
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
-        global_split = split_intercept(median.z[None, :], self.fit_intercept)
-        status = (final_status(SolverRun(median.z, objective, median.lower_bound), options.rel_gap)
-                  if median.status == "converged" else median.status)
+        global_split = split_intercept(median.estimate[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])
         self.sigma_ = sigma
         self.molar_fit_ = fit
         return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=objective,
-            lower_bound=median.lower_bound, status=status,
-            objective_name="weighted-median objective", bound_source=median.bound_source,
-            solver=median.solver, solver_version=median.solver_version, log=log,
-            native=median.native, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            method=self.method, coef=coef, intercept=intercept, objective=median.objective,
+            lower_bound=median.lower_bound, status=final_status(median, options.rel_gap),
+            objective_name="weighted-median objective", bound_source=median.native["bound"],
+            solver=median.native["solver"], solver_version=median.native["solver_version"], log=log,
+            native=median.native, algorithm=method.name, backend=backend_used(method, self.backend), task_names=list(data.task_names), feature_names=list(data.feature_names),
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "sigma": sigma, "weights": fit.weights})
 
+    @validate_params({"alpha": [Interval(0.0, 1.0, open_low=True, open_high=True)]})
     def conf_int(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
         """Entry-wise (1 - alpha) confidence intervals for the task coefficients (Appendix F).
 
@@ -193,8 +196,6 @@ class MOLAR(MTLEstimator):
         sigma the OLS intervals use t quantiles and the others plug in sigma_hat.
         """
         self._check_is_fitted()
-        if not (isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1):
-            raise InvalidParameterError(f"conf_int: alpha must be a float in (0, 1); got {alpha!r}.")
         fit = self.molar_fit_
         lower, upper = molar_intervals(fit, alpha, known_sigma=self.sigma is not None)
         return split_intercept(lower, self.fit_intercept)[0], split_intercept(upper, self.fit_intercept)[0]
@@ -235,7 +236,7 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
          else scipy.stats.t.ppf(level, n - fit.dims))
     own_half = q[:, None] * tau
     tilde_gamma = np.sqrt(2) * np.log(np.maximum(2 * n, 8 / alpha)) * sigma
-    z = fit.median.z
+    z = fit.median.estimate
     aligned = np.abs(local - z[None, :]) < tilde_gamma[:, None] * np.sqrt(v)
     W_bad = np.where(aligned, 0.0, w).sum(axis=0)
     W_good = w.sum(axis=0) - W_bad

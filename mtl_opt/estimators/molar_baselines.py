@@ -11,7 +11,7 @@ import sklearn
 
 from ..data import MultiTaskData
 from ..result import FitResult
-from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, lasso_coefs, ml_coefs, rm_coefs
+from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, TRIMMING, lasso_coefs, ml_coefs, rm_coefs
 from ..solvers.least_squares import fitted_columns
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 
@@ -24,6 +24,9 @@ class CenteredEstimator(MTLEstimator):
     so intercepts are per task and unpenalized), call ``_core(Xs, ys, fitted) -> (coef, global or
     None)`` with ``fitted`` = the pairs the estimator's rule identifies (``_unidentified_mask``
     on the uncentred data, so the intercept counts)."""
+
+    #: The one algorithm it runs (``FitResult.algorithm``; no ``algorithm=`` choice).
+    algorithm: str
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         fitted = ~self._unidentified_mask(data)
@@ -40,6 +43,7 @@ class CenteredEstimator(MTLEstimator):
             lower_bound=None, status="heuristic",
             objective_name="sum of per-task mean squared errors / 2 (no certificate)",
             solver="scikit-learn Lasso", solver_version=sklearn.__version__,
+            algorithm=self.algorithm, backend=None,
             task_names=list(data.task_names), feature_names=list(data.feature_names), extra=extra)
 
 
@@ -57,6 +61,7 @@ class PerTaskLasso(CenteredEstimator):
     """
 
     method = "lasso"
+    algorithm = "lasso"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, c_lambda=C_LAMBDA_LASSO, fit_intercept=True):
@@ -80,10 +85,10 @@ class RobustMultitask(CenteredEstimator):
     """
 
     method = "rm"
+    algorithm = "lasso_debias"
     identification = "collinear"
-    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
-                         "zeta": [Interval(0.0, 1.0, open_low=True, open_high=True)],
-                         "eta": [Interval(0.0, 0.5, open_high=True)], "fit_intercept": [BOOLEAN]}
+    param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], **TRIMMING,
+                         "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, c_lambda=C_LAMBDA_RM, zeta=0.1, eta=0.1, fit_intercept=True):
         self.c_lambda = c_lambda
@@ -106,6 +111,7 @@ class MedianLasso(CenteredEstimator):
     """
 
     method = "ml"
+    algorithm = "lasso_debias"
     identification = "collinear"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)],
                          "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],

@@ -32,10 +32,11 @@ from sklearn.linear_model import LogisticRegression
 
 from ..data import MultiTaskData
 from ..errors import InvalidDataError
-from ..formulations import molar as formulation
+from ..formulations.molar import THRESHOLDS
 from ..identifiability import constant_columns
+from ..params import POSITIVE, validate_params
 from ..result import FitResult
-from ..solvers.lasso_debias import check_tasks, lasso_coefs, median_lasso_debias
+from ..solvers.lasso_debias import ARRAY_OPTIONS, check_tasks, lasso_coefs, median_lasso_debias
 from ..solvers.least_squares import (
     TaskFits,
     fitted_columns,
@@ -44,7 +45,7 @@ from ..solvers.least_squares import (
     task_designs,
     unfitted_warnings,
 )
-from ..solvers.method import SolverRun, final_status
+from ..solvers.method import final_status
 from ..solvers.molar import molar_fit
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
@@ -54,6 +55,7 @@ from .molar_baselines import CenteredEstimator
 MLE_TOL, MLE_MAX_ITER = 1e-10, 5_000
 
 
+@validate_params({"c_lambda_local": POSITIVE, "c_lambda": POSITIVE, **ARRAY_OPTIONS})
 def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.1,
                    return_global: bool = False, fitted=None):
     """High-dimensional MOLAR: per-task LASSO, weighted median (w_m = n_m), LASSO debiasing.
@@ -65,7 +67,7 @@ def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.
     there is 0 by construction, not evidence.  The debiasing then leaves that
     coefficient at the global value (a zero column costs nothing to leave).
     """
-    data = check_tasks(Xs, ys, "molar_hd_coefs", c_lambda)
+    data = check_tasks(Xs, ys, "molar_hd_coefs")
     if fitted is None:
         fitted = ~np.array([constant_columns(X, center=False) for X in data.Xs])
     local = lasso_coefs(data.Xs, data.ys, c_lambda=c_lambda_local)
@@ -88,6 +90,7 @@ class MOLARHighDim(CenteredEstimator):
     """
 
     method = "molar_hd"
+    algorithm = "lasso_debias"
     param_constraints = {"c_lambda_local": [Interval(0.0, None, open_low=True)],
                          "c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
@@ -155,8 +158,9 @@ class MOLARLogistic(MTLEstimator):
     """
 
     method = "molar_logistic"
+    algorithm = "closed_form"   # the weighted median of ``molar_methods`` it runs (no choice)
     identification = "collinear"
-    param_constraints = {"threshold": [OneOf(("hard", "soft"))], "c_gamma": [Interval(0.0, None)],
+    param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True):
@@ -177,18 +181,17 @@ class MOLARLogistic(MTLEstimator):
                                         in zip(data.task_names, designs, used, data.ys)])
         fit = molar_fit(fits, data.n_samples, np.ones(data.n_tasks), c_gamma=self.c_gamma,
                         threshold=self.threshold)
-        objective = formulation.median_objective(fit.median.z, fit.local, fit.entry_weights)
+        median = fit.median
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
-        global_coef, global_intercept = split_intercept(fit.median.z[None, :], self.fit_intercept)
+        global_coef, global_intercept = split_intercept(median.estimate[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_coef[0], float(global_intercept[0])
         self.mle_coef_ = split_intercept(fit.local, self.fit_intercept)[0]
         return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=objective,
-            lower_bound=fit.median.lower_bound,
-            status=final_status(SolverRun(fit.median.z, objective, fit.median.lower_bound),
-                                SolveOptions().rel_gap),
-            objective_name="weighted-median objective", bound_source=fit.median.bound_source,
-            solver=f"scikit-learn lbfgs + {fit.median.solver}", solver_version=sklearn.__version__,
+            method=self.method, coef=coef, intercept=intercept, objective=median.objective,
+            lower_bound=median.lower_bound, status=final_status(median, SolveOptions().rel_gap),
+            objective_name="weighted-median objective", bound_source=median.native["bound"],
+            solver=f"scikit-learn lbfgs + {median.native['solver']}", solver_version=sklearn.__version__,
+            algorithm=self.algorithm, backend=None,
             log=fit.log, task_names=list(data.task_names), feature_names=list(data.feature_names),
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),

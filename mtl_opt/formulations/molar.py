@@ -238,6 +238,10 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     return model
 
 
+#: MOLAR's thresholding rules (``shrink``).
+THRESHOLDS = ("hard", "soft")
+
+
 def thresholds(c_gamma: float, sigma, n_samples, n_features, gram_inv_diag) -> np.ndarray:
     """Per-task, per-covariate thresholds gamma_m * sqrt([(X_m^T X_m)^{-1}]_kk).
 
@@ -252,10 +256,9 @@ def thresholds(c_gamma: float, sigma, n_samples, n_features, gram_inv_diag) -> n
 
 
 def shrink(local, global_coef, threshold, how: str) -> np.ndarray:
-    """Hard or soft thresholding of the task-wise estimates toward the global one."""
+    """Hard or soft (``how``, checked by the callers' constraints) thresholding of the
+    task-wise estimates toward the global one."""
     diff = local - global_coef[None, :]
     if how == "hard":
         return np.where(np.abs(diff) <= threshold, global_coef[None, :], local)
-    if how == "soft":
-        return global_coef[None, :] + np.sign(diff) * np.maximum(np.abs(diff) - threshold, 0.0)
-    raise InvalidParameterError(f"threshold must be 'hard' or 'soft'; got {how!r}.")
+    return global_coef[None, :] + np.sign(diff) * np.maximum(np.abs(diff) - threshold, 0.0)

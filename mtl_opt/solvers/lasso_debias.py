@@ -46,8 +46,9 @@ from sklearn.linear_model import Lasso
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..formulations.molar import entry_weights, weighted_median
+from ..params import BOOLEAN, NONE, POSITIVE, InstanceOf, Interval, validate_params
 from .least_squares import per_task_ols
-from .molar import check_positive, noise_levels
+from .molar import SIGMA, noise_levels
 
 
 #: Appendix J.1's tuned constants (sigma = 0.1 in the paper's regression experiments).
@@ -74,9 +75,8 @@ def lasso_debias(Xs, ys, center, lambdas) -> np.ndarray:
     return np.array([center + _lasso(X, y - X @ center, lam) for X, y, lam in zip(Xs, ys, lambdas)])
 
 
-def check_tasks(Xs, ys, owner, c_lambda) -> MultiTaskData:
-    """Validate the arrays (MultiTaskData's checks) and the penalty constant."""
-    check_positive(owner, "c_lambda", c_lambda)
+def check_tasks(Xs, ys, owner) -> MultiTaskData:
+    """Validate the arrays (MultiTaskData's checks) and that a penalty c sqrt(ln(d) / n_m) exists."""
     data = MultiTaskData(Xs, ys)
     if data.n_features < 2:
         raise InvalidParameterError(
@@ -84,9 +84,10 @@ def check_tasks(Xs, ys, owner, c_lambda) -> MultiTaskData:
     return data
 
 
+@validate_params({"c_lambda": POSITIVE})
 def lasso_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_LASSO) -> np.ndarray:
     """Per-task LASSO with lambda_m = c_lambda sqrt(ln(d) / n_m): an (M, d) array."""
-    data = check_tasks(Xs, ys, "lasso_coefs", c_lambda)
+    data = check_tasks(Xs, ys, "lasso_coefs")
     lambdas = lasso_lambdas(c_lambda, data.n_features, data.n_samples)
     return np.array([_lasso(X, y, lam) for X, y, lam in zip(data.Xs, data.ys, lambdas)])
 
@@ -97,14 +98,15 @@ def rm_trim_fraction(n_tasks: int, zeta: float, eta: float) -> float:
     return min(eps, (n_tasks - 1) / (2 * n_tasks))
 
 
-def _check_trimming(owner, zeta, eta):
-    if not (isinstance(zeta, (int, float)) and not isinstance(zeta, bool) and 0 < zeta < 1):
-        raise InvalidParameterError(f"{owner}: zeta (the confidence) must be in (0, 1); got {zeta!r}.")
-    if not (isinstance(eta, (int, float)) and not isinstance(eta, bool) and 0 <= eta < 0.5):
-        raise InvalidParameterError(
-            f"{owner}: eta (the fraction of differing tasks) must be in [0, 0.5); got {eta!r}.")
+#: The options of the array functions that estimators call with the pairs they identify.
+ARRAY_OPTIONS = {"return_global": [BOOLEAN],
+                 "fitted": [NONE, InstanceOf((np.ndarray,), "an (M, d) bool array")]}
+#: RM's trimming parameters: zeta the confidence, eta the fraction of differing tasks.
+TRIMMING = {"zeta": [Interval(0.0, 1.0, open_low=True, open_high=True, note="the confidence")],
+            "eta": [Interval(0.0, 0.5, open_high=True, note="the fraction of differing tasks")]}
 
 
+@validate_params({"c_lambda": POSITIVE, **TRIMMING, **ARRAY_OPTIONS})
 def rm_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, zeta: float = 0.1, eta: float = 0.1,
              return_global: bool = False, fitted=None):
     """RM: per-task OLS, coordinate-wise trimmed mean, LASSO debiasing (see the module notes).
@@ -114,8 +116,7 @@ def rm_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, zeta: float = 0.1, eta: f
     ``least_squares.fitted_columns``); coordinate k's trimmed mean is over the tasks that fit it (0 when
     none does).
     """
-    _check_trimming("rm_coefs", zeta, eta)
-    data = check_tasks(Xs, ys, "rm_coefs", c_lambda)
+    data = check_tasks(Xs, ys, "rm_coefs")
     fits = per_task_ols(data, fit_intercept=False, fitted=fitted)
     local, used = fits.coef, fits.used
     center = np.array([
@@ -126,6 +127,7 @@ def rm_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, zeta: float = 0.1, eta: f
     return (coef, center) if return_global else coef
 
 
+@validate_params({"c_lambda": POSITIVE, "sigma": SIGMA, **ARRAY_OPTIONS})
 def ml_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, sigma=None, return_global: bool = False,
              fitted=None):
     """ML: per-task OLS, weighted median (w_m = n_m / sigma_m^2), LASSO debiasing (J.3.3).
@@ -135,7 +137,7 @@ def ml_coefs(Xs, ys, *, c_lambda: float = C_LAMBDA_RM, sigma=None, return_global
     The OLS stage and the median treat coordinates a task does not identify as
     MOLAR does (``fitted`` (M, d) bool, default ``least_squares.fitted_columns``).
     """
-    data = check_tasks(Xs, ys, "ml_coefs", c_lambda)
+    data = check_tasks(Xs, ys, "ml_coefs")
     fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None), fitted=fitted)
     weights = data.n_samples / noise_levels(sigma, fits, data.n_samples, data.task_names, "ml_coefs") ** 2
     return median_lasso_debias(data, fits.coef, np.where(fits.used, weights[:, None], 0.0),

@@ -1,7 +1,8 @@
 """MOLAR's algorithm (Algorithm 1 of the MOLAR paper): per-task OLS, the weighted median, thresholding.
 
 ``molar_fit`` runs it from per-task fits (``solvers.least_squares.per_task_ols``); the weighted
-median is solved in closed form or as an LP on a backend, each with a proven lower bound.
+median is solved by a method of ``molar_methods`` (closed form, or an LP on a backend), each
+with a proven lower bound.
 ``estimators.molar.MOLAR`` documents the rules (weights, thresholds, unidentified coordinates)
 and assembles the result; ``molar_coefs`` is the array API the bandits use.
 """
@@ -14,11 +15,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import MultiTaskData
-from ..errors import InvalidDataError, InvalidParameterError, SolverError
+from ..deadline import Deadline
+from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations import molar as formulation
-from ..result import STATUSES
-from .backends import pick_backend
+from ..params import NONE, NONNEGATIVE, Interval, OneOf, SequenceOf, validate_params
 from .least_squares import TaskFits, per_task_ols
+from .method import Method, SolverRun
+from .molar_methods import METHODS, MedianProblem, solve_median
 from .options import SolveOptions
 
 
@@ -53,7 +56,7 @@ class MolarFit(NamedTuple):
     n_samples: np.ndarray      # (K,)
     sigma: np.ndarray          # (K,) noise levels used
     weights: np.ndarray        # (K,) n_m / sigma_m^2
-    median: _Median            # the global estimate (0 where no task identifies) and its certificate
+    median: SolverRun          # the global estimate (0 where no task identifies) and its certificate
     own: np.ndarray            # (K, d) local, offset-corrected for the filled coordinates
     coef: np.ndarray           # (K, d) after thresholding and filling
     log: list
@@ -70,8 +73,10 @@ class MolarFit(NamedTuple):
 
 
 def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: str,
-              median: str = "closed_form", backend=None, options: SolveOptions | None = None) -> MolarFit:
-    """Algorithm 1 from per-task fits: weighted median, fill, then thresholding toward it.
+              method: Method = METHODS["closed_form"], backend=None,
+              options: SolveOptions | None = None, deadline: Deadline | None = None) -> MolarFit:
+    """Algorithm 1 from per-task fits: weighted median (by ``method``, a ``molar_methods``
+    entry, on ``backend`` until ``deadline``), fill, then thresholding toward it.
 
     The one implementation behind ``MOLAR``, ``molar_coefs`` and ``MOLARLogistic``; the
     rule for coordinates a task does not use is in ``MOLAR``'s docstring.
@@ -80,11 +85,11 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
     n = np.asarray(n_samples, dtype=float)
     weights = n / sigma**2
     clock = time.perf_counter()
-    result = _global_median(local, np.where(used, weights[:, None], 0.0), median, backend,
-                            options or SolveOptions())
+    result = solve_median(method, MedianProblem(local, np.where(used, weights[:, None], 0.0)),
+                          options or SolveOptions(), deadline or Deadline(), backend)
     log = [{"stage": "median", "time": time.perf_counter() - clock}]
     clock = time.perf_counter()
-    z = result.z
+    z = result.estimate
     own = local + fits.offset_correction(z)
     cut = formulation.thresholds(c_gamma, sigma, n, fits.dims, gram_inv_diag)
     final = np.where(used, formulation.shrink(own, z, cut, threshold), z[None, :])
@@ -93,6 +98,11 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
                     final, log)
 
 
+#: A known noise level: one for every task, or one per task (None: estimated).
+SIGMA = [NONE, Interval(0.0, None, open_low=True), SequenceOf(Interval(0.0, None, open_low=True))]
+
+
+@validate_params({"sigma": SIGMA, "c_gamma": NONNEGATIVE, "threshold": [OneOf(formulation.THRESHOLDS)]})
 def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "hard") -> np.ndarray:
     """MOLAR (Algorithm 1, closed-form median) on per-task arrays, no intercept: an (M, d) array.
 
@@ -101,90 +111,7 @@ def molar_coefs(Xs, ys, *, sigma=None, c_gamma: float = 1.0, threshold: str = "h
     Same code path, and the same handling of coordinates a task does not identify,
     as ``MOLAR(fit_intercept=False)``.
     """
-    check_positive("molar_coefs", "c_gamma", c_gamma, allow_zero=True)
-    if threshold not in ("hard", "soft"):
-        raise InvalidParameterError(f"molar_coefs: threshold must be 'hard' or 'soft'; got {threshold!r}.")
     data = MultiTaskData(Xs, ys)
     fits = per_task_ols(data, fit_intercept=False, residual_dof=int(sigma is None))
     levels = noise_levels(sigma, fits, data.n_samples, data.task_names, "molar_coefs")
     return molar_fit(fits, data.n_samples, levels, c_gamma=c_gamma, threshold=threshold).coef
-
-
-def check_positive(owner: str, name: str, value, *, allow_zero: bool = False) -> float:
-    """A finite float > 0 (>= 0 with ``allow_zero``), or an InvalidParameterError naming it."""
-    ok = (isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool)
-          and np.isfinite(value) and (value >= 0 if allow_zero else value > 0))
-    if not ok:
-        bound = ">= 0" if allow_zero else "> 0"
-        raise InvalidParameterError(f"{owner}: {name} must be a finite float {bound}; got {value!r}.")
-    return float(value)
-
-
-class _Median(NamedTuple):
-    """A weighted-median solve: the medians, a proven lower bound and where it came from."""
-
-    z: np.ndarray
-    lower_bound: float | None
-    bound_source: str
-    status: str
-    solver: str
-    solver_version: str
-    native: dict
-
-
-def _global_median(local, weights, median: str, backend, options) -> _Median:
-    """The weighted median (closed form or LP) over the coordinates some task identifies (a
-    column of positive weights); the others add 0 to the objective at any z and get z_k = 0."""
-    pooled = np.any(weights > 0, axis=0)
-    solve = (_median_closed_form(local[:, pooled], weights[:, pooled]) if median == "closed_form"
-             else _median_by_lp(local[:, pooled], weights[:, pooled], backend, options))
-    z = np.zeros(local.shape[1])
-    z[pooled] = solve.z
-    return solve._replace(z=z)
-
-
-def _median_closed_form(local, weights) -> _Median:
-    z = formulation.weighted_median(local, weights, axis=0)
-    return _Median(z, *_median_point_bound(local, weights, z), "converged", "numpy", np.__version__, {})
-
-
-def _median_point_bound(local, weights, z) -> tuple[float, str]:
-    """The safe bound of the dual point built from the median z, and its source."""
-    u = formulation.median_dual_point(local, weights, z)
-    return formulation.dual_bound(u, local, weights, z), "dual feasible point built from the median"
-
-
-def _median_by_lp(local, weights, backend_name, options) -> _Median:
-    """Solve the weighted-median LP in its ``MedianFrame``; bound by the best of two dual points.
-
-    The LP's duals (made feasible) and the dual point built from its median are
-    both evaluated safely by ``dual_bound``; the better one is reported (the LP's
-    duals are only as accurate as the solver's dual tolerance, which is absolute,
-    and do not exist when the solve stopped early).  The solver's own bound is
-    never reported.
-    """
-    backend = pick_backend("lp", backend_name)
-    frame = formulation.MedianFrame.of(local, weights)
-    model = formulation.build_median_lp(*frame.to_unit(local, weights))
-    run = backend.solve(model, "lp", options)
-    if not run.has_solution:
-        raise SolverError(
-            f"{run.solver} returned no solution for the weighted-median LP (status {run.status}); "
-            f"try median='closed_form' or another backend.")
-    M, d = local.shape
-    z = frame.z_from_unit([model.z[k].value for k in range(d)])
-    status = "converged" if run.status == "optimal" else run.status if run.status in STATUSES else "error"
-    bounds = [_median_point_bound(local, weights, z)]
-    try:
-        duals = backend.load_duals(model, run)
-    except SolverError:
-        pass
-    else:
-        u_unit = np.zeros((M, d))
-        for i, k in model.entries:
-            u_unit[i, k] = duals[model.upper[i, k]] - duals[model.lower[i, k]]
-        u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
-        bounds.append((formulation.dual_bound(u, local, weights, z),
-                       f"{run.solver} LP duals made dual feasible"))
-    bound, source = max(bounds)
-    return _Median(z, bound, source, status, run.solver, run.solver_version, dict(run.native))
