@@ -39,7 +39,7 @@ def instance():
 
 
 def _estimator(solver, backend, limit=LIMIT):
-    return SparseMTL(variant="l0l2", s=20, lambda_ridge=0.01, solver=solver, backend=backend,
+    return SparseMTL(variant="l0l2", s=20, lambda_ridge=0.01, algorithm=solver, backend=backend,
                      solve_options=SolveOptions(time_limit=limit))
 
 
@@ -79,7 +79,7 @@ def test_a_stop_before_any_solver_bound_keeps_the_trivial_one(solver, backend):
     once) and the result still carries a bound, 0 <= bound <= the enumerated optimum."""
     rng = np.random.default_rng(18)
     data = MultiTaskData([rng.normal(size=(6, 8)) for _ in range(2)], [rng.normal(size=6) for _ in range(2)])
-    estimator = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.01, solver=solver, backend=backend,
+    estimator = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.01, algorithm=solver, backend=backend,
                           standardize=False, fit_intercept=False,
                           solve_options=SolveOptions(time_limit=1e-3))
     optimum = brute_force_optimum(estimator._problem(data)[0])
