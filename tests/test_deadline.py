@@ -64,12 +64,12 @@ def test_exact_path_returns_in_time_with_a_valid_bound(instance, solver, backend
 
 
 def test_bcd_stops_at_the_limit_with_its_best_incumbent(instance):
-    """solver='bcd' spends the whole limit on the heuristic, then returns what it has: better than
+    """algorithm='bcd' spends the whole limit on the heuristic, then returns what it has: better than
     B = 0.  The limit is well below what the whole heuristic needs here (0.25 s)."""
     data, problem, _ = instance
     result, seconds = _timed_fit(_estimator("bcd", None, limit=0.1), data)
     assert seconds < IN_TIME
-    assert result.status == "heuristic" and result.log[-1]["phase"] == "time limit"
+    assert result.status == "time_limit" and result.log[-1]["phase"] == "time limit"
     assert result.objective < problem.objective(0.0 * result.extra["coef_fitted"])
 
 
