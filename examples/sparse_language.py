@@ -28,7 +28,7 @@ toward a common one), and, for comparison, s in {4, 8} x lambda_bbar in
 {1, 10, 100} for ``bbar`` (values pulled toward their mean; its own small
 lambda_ridge = 0.01, which OA's certificate needs where n_k <= p).  The selected fits
 are then certified: ``l0l2`` by our branch and bound
-(``certify(solver="bnb")``, which separates over schools), the others by outer
+(``certify(algorithm="bnb")``, which separates over schools), the others by outer
 approximation on SCIP, each with a 10 s limit.  Compared
 with the per-school ridge, per-school least squares (``IndependentTasks``,
 minimum norm) and one pooled OLS fit (``PooledOLS``).
@@ -79,7 +79,7 @@ def ridge_cv(train: MultiTaskData, seed: int):
                           progress=False)
 
 
-def tuned_sparse(variant: str, grid: dict, certify_solver: str, backend: str | None = None):
+def tuned_sparse(variant: str, grid: dict, certify_algorithm: str, backend: str | None = None):
     """fit(train, seed): CV over ``grid`` at the split's lambda_ridge (unless ``grid`` sets its
     own), then certify the choice."""
     def search(train, seed):
@@ -88,7 +88,7 @@ def tuned_sparse(variant: str, grid: dict, certify_solver: str, backend: str | N
                               train, n_splits=CV_FOLDS, seed=seed, progress=False)
 
     def certify(estimator, train):
-        estimator.certify(train, solver=certify_solver, backend=backend,
+        estimator.certify(train, algorithm=certify_algorithm, backend=backend,
                           time_limit=CERTIFY_SECONDS)
     return tuned(search, then=certify)
 

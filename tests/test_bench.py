@@ -90,7 +90,7 @@ def test_a_crash_and_a_hard_timeout_are_recorded_the_run_goes_on_and_crashes_can
     # and imports (about 4.5 s for bcd at 4x load, measured).
     hard = 12
     monkeypatch.setitem(SOLVERS, "broken", BenchSolver("broken", "sparse_mtl",
-                                                       {"solver": "miqp", "backend": "highs"}))
+                                                       {"algorithm": "miqp", "backend": "highs"}))
     monkeypatch.setitem(SOLVERS, "endless", BenchSolver("endless", "armul"))
     hook = tmp_path / "hook"
     hook.mkdir()

@@ -39,7 +39,7 @@ def instance():
 
 
 def _estimator(solver, backend, limit=LIMIT):
-    return SparseMTL(variant="l0l2", s=20, lambda_ridge=0.01, solver=solver, backend=backend,
+    return SparseMTL(variant="l0l2", s=20, lambda_ridge=0.01, algorithm=solver, backend=backend,
                      solve_options=SolveOptions(time_limit=limit))
 
 
@@ -64,12 +64,12 @@ def test_exact_path_returns_in_time_with_a_valid_bound(instance, solver, backend
 
 
 def test_bcd_stops_at_the_limit_with_its_best_incumbent(instance):
-    """solver='bcd' spends the whole limit on the heuristic, then returns what it has: better than
+    """algorithm='bcd' spends the whole limit on the heuristic, then returns what it has: better than
     B = 0.  The limit is well below what the whole heuristic needs here (0.25 s)."""
     data, problem, _ = instance
     result, seconds = _timed_fit(_estimator("bcd", None, limit=0.1), data)
     assert seconds < IN_TIME
-    assert result.status == "heuristic" and result.log[-1]["phase"] == "time limit"
+    assert result.status == "time_limit" and result.log[-1]["phase"] == "time limit"
     assert result.objective < problem.objective(0.0 * result.extra["coef_fitted"])
 
 
@@ -79,7 +79,7 @@ def test_a_stop_before_any_solver_bound_keeps_the_trivial_one(solver, backend):
     once) and the result still carries a bound, 0 <= bound <= the enumerated optimum."""
     rng = np.random.default_rng(18)
     data = MultiTaskData([rng.normal(size=(6, 8)) for _ in range(2)], [rng.normal(size=6) for _ in range(2)])
-    estimator = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.01, solver=solver, backend=backend,
+    estimator = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.01, algorithm=solver, backend=backend,
                           standardize=False, fit_intercept=False,
                           solve_options=SolveOptions(time_limit=1e-3))
     optimum = brute_force_optimum(estimator._problem(data)[0])

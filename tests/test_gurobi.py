@@ -77,7 +77,7 @@ def test_the_big_m_miqp_is_refused_on_gurobi_before_any_work(data):
     """Its dual bound exceeded the enumerated optimum on 1 to 8 of 30 tiny instances (by ~5e-7
     relative with BarQCPConvTol=1e-9), so the method table does not offer it there."""
     with pytest.raises(InvalidParameterError, match="miqp.*runs on .scip.*gurobi"):
-        SparseMTL(s=2, lambda_ridge=0.05, solver="miqp", backend="gurobi").fit(data)
+        SparseMTL(s=2, lambda_ridge=0.05, algorithm="miqp", backend="gurobi").fit(data)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def data():
 
 
 def test_sparse_oa_estimator_on_gurobi_agrees_with_highs(data):
-    fits = {backend: SparseMTL(s=2, lambda_ridge=0.05, solver="oa", backend=backend).fit(data).result_
+    fits = {backend: SparseMTL(s=2, lambda_ridge=0.05, algorithm="oa", backend=backend).fit(data).result_
             for backend in ("gurobi", "highs")}
     ours, theirs = fits["gurobi"], fits["highs"]
     assert ours.status == theirs.status == "optimal" and ours.solver.endswith("(Gurobi)")

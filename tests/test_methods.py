@@ -85,11 +85,11 @@ def wide():
 
 
 @pytest.mark.parametrize("params, phrase", [
-    ({"solver": "oa", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
-    ({"solver": "oa_multi_tree", "backend": "scip", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
-    ({"solver": "bnb", "lambda_ridge": 0.1, "lambda_zbar": 0.1}, "no Zbar or Bbar"),
-    ({"solver": "oa_single_tree", "backend": "highs", "lambda_ridge": 0.1}, "runs on 'scip'"),
-    ({"solver": "bnb", "backend": "highs", "lambda_ridge": 0.1}, "no backend")])
+    ({"algorithm": "oa", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
+    ({"algorithm": "oa_multi_tree", "backend": "scip", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
+    ({"algorithm": "bnb", "lambda_ridge": 0.1, "lambda_zbar": 0.1}, "no Zbar or Bbar"),
+    ({"algorithm": "oa_single_tree", "backend": "highs", "lambda_ridge": 0.1}, "runs on 'scip'"),
+    ({"algorithm": "bnb", "backend": "highs", "lambda_ridge": 0.1}, "no backend")])
 def test_a_method_refuses_before_any_work(wide, monkeypatch, params, phrase):
     """The refusals came after seconds of bcd (3.97 s for oa, 2.12 s for bnb with Zbar)."""
     def no_bcd(*args, **kwargs):
@@ -105,8 +105,8 @@ def test_a_method_refuses_before_any_work(wide, monkeypatch, params, phrase):
 def test_an_unknown_method_name_lists_the_valid_ones():
     problem, _ = random_problem("l0l2", 5)
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
-    for call in (lambda: SparseMTL(solver="typo").fit(data),
-                 lambda: SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data).certify(data, solver="typo"),
+    for call in (lambda: SparseMTL(algorithm="typo").fit(data),
+                 lambda: SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data).certify(data, algorithm="typo"),
                  lambda: sparse_methods.resolve("typo", None)):
         with pytest.raises(InvalidParameterError) as error:
             call()
@@ -124,14 +124,15 @@ def _fit(data, problem, **params):
                      solve_options=SolveOptions(time_limit=60), **params).fit(data).result_
 
 
-@pytest.mark.parametrize("solver, backend, native", [
+@pytest.mark.parametrize("algorithm, backend, native", [
     ("oa_multi_tree", "scip", "SCIP"), ("oa_single_tree", "scip", "SCIP single-tree")])
-def test_multi_tree_and_single_tree_oa_are_named_and_run_on_scip(solver, backend, native):
+def test_multi_tree_and_single_tree_oa_are_named_and_run_on_scip(algorithm, backend, native):
     """Multi-tree OA on SCIP could not be asked for (backend='scip' meant single-tree)."""
     problem, data = _tiny()
     optimum = brute_force_optimum(problem)
-    result = _fit(data, problem, solver=solver, backend=backend)
-    assert result.native["solver"] == native and result.solver.startswith(solver)
+    result = _fit(data, problem, algorithm=algorithm, backend=backend)
+    assert result.native["solver"] == native and result.solver.startswith(algorithm)
+    assert (result.algorithm, result.backend) == (algorithm, backend)
     assert result.status == "optimal"
     assert result.lower_bound <= optimum * (1 + 1e-9) <= result.objective * (1 + 2e-9)
 
@@ -139,11 +140,11 @@ def test_multi_tree_and_single_tree_oa_are_named_and_run_on_scip(solver, backend
 def test_the_old_oa_on_scip_spelling_still_runs_single_tree_with_a_warning():
     problem, data = _tiny()
     with pytest.warns(DeprecationWarning, match="oa_single_tree"):
-        result = _fit(data, problem, solver="oa", backend="scip")
+        result = _fit(data, problem, algorithm="oa", backend="scip")
     assert result.native["solver"] == "SCIP single-tree" and result.status == "optimal"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert _fit(data, problem, solver="oa").native["solver"] == "HiGHS"
+        assert _fit(data, problem, algorithm="oa").native["solver"] == "HiGHS"
 
 
 def test_the_fit_deadline_reaches_the_method(monkeypatch):
@@ -160,8 +161,63 @@ def test_the_fit_deadline_reaches_the_method(monkeypatch):
     monkeypatch.setitem(sparse_methods.METHODS, "oa_multi_tree", replace(method, solve=spy))
     start = time.perf_counter()
     SparseMTL(variant="zbar_l2", s=problem.s, lambda_ridge=problem.lambda_ridge,
-              lambda_zbar=problem.lambda_zbar, solver="oa_multi_tree",
+              lambda_zbar=problem.lambda_zbar, algorithm="oa_multi_tree",
               solve_options=SolveOptions(time_limit=50)).fit(data)
     assert len(seen) == 1
     assert start < seen[0].end - 50 < time.perf_counter()   # made in this fit, for all of it
     assert np.isfinite(seen[0].remaining())
+
+
+def test_the_old_solver_name_warns_and_gives_the_same_result():
+    """solver= is the deprecated name of algorithm=, in the constructor and in certify."""
+    problem, data = _tiny()
+    new = _fit(data, problem, algorithm="oa_multi_tree")
+    with pytest.warns(DeprecationWarning, match="algorithm='oa_multi_tree'"):
+        old = _fit(data, problem, solver="oa_multi_tree")
+    assert (old.algorithm, old.backend, old.status) == ("oa_multi_tree", "highs", "optimal") == (
+        new.algorithm, new.backend, new.status)
+    np.testing.assert_allclose(old.coef, new.coef, rtol=0, atol=1e-12)
+    assert old.lower_bound <= brute_force_optimum(problem) * (1 + 1e-9)
+    model = SparseMTL(variant="zbar_l2", s=problem.s, lambda_ridge=problem.lambda_ridge,
+                      lambda_zbar=problem.lambda_zbar, standardize=False, fit_intercept=False).fit(data)
+    assert (model.result_.algorithm, model.result_.backend) == ("bcd", None)
+    with pytest.warns(DeprecationWarning, match="algorithm='oa_multi_tree'"):
+        certified = model.certify(data, solver="oa_multi_tree", backend="scip")
+    assert (certified.algorithm, certified.backend, certified.status) == ("oa_multi_tree", "scip", "optimal")
+    l0l2 = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data)
+    assert (l0l2.certify(data, algorithm="bnb").algorithm, l0l2.result_.backend) == ("bnb", None)
+
+
+def test_setting_both_the_old_and_the_new_name_is_an_error():
+    problem, data = _tiny()
+    with pytest.warns(DeprecationWarning), pytest.raises(InvalidParameterError,
+                                                        match="deprecated name of algorithm"):
+        _fit(data, problem, algorithm="bnb", solver="oa")
+    model = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data)
+    with pytest.raises(InvalidParameterError, match="deprecated name of algorithm"):
+        model.certify(data, algorithm="bnb", solver="oa_multi_tree")
+
+
+def test_bcd_cut_short_by_the_deadline_says_time_limit(wide):
+    """bcd always reported a finished heuristic, even when the deadline had stopped it."""
+    settings = {"variant": "zbar_l2", "s": 10, "lambda_ridge": 0.01, "lambda_zbar": 0.02}
+    cut = SparseMTL(**settings, solve_options=SolveOptions(time_limit=1e-4)).fit(wide).result_
+    finished = SparseMTL(**settings).fit(wide).result_   # ~0.2 s idle: far above 1e-4 s at any load
+    assert (cut.status, finished.status) == ("time_limit", "heuristic")
+    assert cut.lower_bound is None and finished.objective <= cut.objective
+
+
+def test_a_fit_builds_its_problem_once(wide, monkeypatch):
+    """check() and the fit that follows it built the same problem twice."""
+    built = []
+    from_data = sparse_methods.SparseProblem.from_data.__func__
+
+    def counted(cls, *args, **kwargs):
+        built.append(1)
+        return from_data(cls, *args, **kwargs)
+
+    monkeypatch.setattr(sparse_methods.SparseProblem, "from_data", classmethod(counted))
+    model = SparseMTL(s=10, lambda_ridge=0.01, max_iter=2, local_search=False).fit(wide)
+    assert len(built) == 1
+    model.certify(wide, algorithm="oa_multi_tree", time_limit=1e-3)
+    assert len(built) == 2

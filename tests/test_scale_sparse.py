@@ -106,7 +106,7 @@ def brute_force(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, inte
 
 def fit(Xs, ys, variant, s, params, path, intercept=False, time_limit=30.0):
     solver, backend = PATHS[path]
-    model = SparseMTL(variant=variant, s=s, solver=solver, backend=backend, standardize=False,
+    model = SparseMTL(variant=variant, s=s, algorithm=solver, backend=backend, standardize=False,
                       fit_intercept=intercept, solve_options=SolveOptions(time_limit=time_limit, rel_gap=REL_GAP),
                       **params)
     return model.fit(MultiTaskData(list(Xs), list(ys))).result_
@@ -247,7 +247,7 @@ def test_near_collinear_columns_without_ridge_are_refused_and_with_ridge_certifi
     for solver in ("oa", "miqp"):
         start = time.perf_counter()
         with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):
-            SparseMTL(variant="zbar_l2", s=2, lambda_zbar=0.05, solver=solver, standardize=False,
+            SparseMTL(variant="zbar_l2", s=2, lambda_zbar=0.05, algorithm=solver, standardize=False,
                       fit_intercept=False).fit(data)
         assert time.perf_counter() - start < 5.0
     params = dict(lambda_ridge=1e-3, lambda_bbar=0.0, lambda_zbar=0.05)

@@ -122,7 +122,7 @@ def test_estimator_exact_paths_are_sound_on_30_tiny_instances(path):
         optimum = brute_force_optimum(problem)
         data = MultiTaskData(list(problem.Xs), list(problem.ys))
         params = {k: getattr(problem, k) for k in ("lambda_ridge", "lambda_bbar", "lambda_zbar")}
-        model = SparseMTL(variant=variant, s=2, solver=solver, backend=backend, standardize=False,
+        model = SparseMTL(variant=variant, s=2, algorithm=solver, backend=backend, standardize=False,
                           fit_intercept=False, solve_options=SolveOptions(time_limit=30), **params).fit(data)
         result = model.result_
         assert result.lower_bound <= optimum + 1e-9 * abs(optimum), (variant, K, seed)
@@ -149,7 +149,7 @@ def test_lambda_ridge_zero_is_certified_when_the_designs_have_curvature(path):
         problem = problem.with_params(lambda_ridge=0.0)
         optimum = brute_force_optimum(problem)
         data = MultiTaskData(list(problem.Xs), list(problem.ys))
-        result = SparseMTL(variant=variant, s=2, solver=solver, backend=backend, standardize=False,
+        result = SparseMTL(variant=variant, s=2, algorithm=solver, backend=backend, standardize=False,
                            fit_intercept=False, lambda_bbar=problem.lambda_bbar,
                            lambda_zbar=problem.lambda_zbar).fit(data).result_
         assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
@@ -161,7 +161,7 @@ def test_exact_paths_refuse_lambda_ridge_zero_without_curvature():
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
     for solver in ("oa", "miqp"):
         with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):
-            SparseMTL(variant="l0l2", s=3, solver=solver).fit(data)
+            SparseMTL(variant="l0l2", s=3, algorithm=solver).fit(data)
 
 
 @pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
@@ -171,7 +171,7 @@ def test_time_limit_returns_in_time_with_incumbent_and_valid_bound(path):
     data = smtl_simulation(p=60, K=3, n=40, s_true=5, q=8, seed=9).data
     solver, backend = path
     start = time.perf_counter()
-    model = SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.01, lambda_zbar=0.02, solver=solver,
+    model = SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.01, lambda_zbar=0.02, algorithm=solver,
                       backend=backend, solve_options=SolveOptions(time_limit=2)).fit(data)
     elapsed = time.perf_counter() - start
     result = model.result_
@@ -235,7 +235,7 @@ def test_exported_miqp_reads_back_into_scip_with_the_same_optimum(tmp_path):
     scip.readProblem(str(out))
     scip.optimize()
     instance = load_instance(path)
-    exact = instance.estimator().set_params(solver="miqp").fit(instance.load_data())
+    exact = instance.estimator().set_params(algorithm="miqp").fit(instance.load_data())
     assert scip.getStatus() == "optimal"
     assert scip.getObjVal() == pytest.approx(exact.result_.objective, rel=1e-6)
 
@@ -266,7 +266,7 @@ def test_oa_paths_agree_on_a_small_instance():
     from mtl_opt.synthetic import smtl_simulation
 
     data = smtl_simulation(p=30, K=3, n=100, s_true=5, q=7, seed=0).data
-    results = [SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.05, lambda_zbar=0.01, solver="oa",
+    results = [SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.05, lambda_zbar=0.01, algorithm="oa",
                          backend=backend, solve_options=SolveOptions(time_limit=60)).fit(data).result_
                for backend in ("highs", "scip")]
     assert [r.status for r in results] == ["optimal", "optimal"]
@@ -385,7 +385,7 @@ def test_bnb_stopped_early_keeps_a_valid_bound_and_returns_in_time():
 def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_not_model():
     problem, _ = random_problem("cs_l2", 81, K=2, p=7, n=6, s=2)
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
-    model = SparseMTL(variant="cs_l2", s=2, lambda_ridge=0.05, solver="bnb", standardize=False,
+    model = SparseMTL(variant="cs_l2", s=2, lambda_ridge=0.05, algorithm="bnb", standardize=False,
                       fit_intercept=False).fit(data)
     optimum = brute_force_optimum(problem.with_params(lambda_ridge=0.05))
     assert model.result_.status == "optimal"
@@ -395,14 +395,14 @@ def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_no
                             ({"variant": "bbar", "lambda_bbar": 0.1}, "Bbar"),
                             ({"variant": "l0l2", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
                             ({"variant": "l0l2", "backend": "highs"}, "backend")]:
-        settings = {"s": 2, "lambda_ridge": 0.05, "solver": "bnb", **params}
+        settings = {"s": 2, "lambda_ridge": 0.05, "algorithm": "bnb", **params}
         with pytest.raises(InvalidParameterError, match=message):
             SparseMTL(**settings).fit(data)
 
 
 @pytest.mark.parametrize("solver, backend, error, phrase", [
-    ("typo", None, InvalidParameterError, "'solver' parameter"),
-    ("bcd", None, InvalidParameterError, "exact solver"),
+    ("typo", None, InvalidParameterError, "'algorithm' parameter"),
+    ("bcd", None, InvalidParameterError, "exact method"),
     ("miqp", "highs", CapabilityError, "cannot solve MIQP")])
 def test_certify_checks_its_solver_and_backend_before_any_work(solver, backend, error, phrase):
     """certify(solver='typo') ran OA and reported solver 'typo (HiGHS)', status optimal."""
@@ -411,5 +411,5 @@ def test_certify_checks_its_solver_and_backend_before_any_work(solver, backend, 
     model = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.1).fit(data)
     before = model.result_
     with pytest.raises(error, match=phrase):
-        model.certify(data, solver=solver, backend=backend)
+        model.certify(data, algorithm=solver, backend=backend)
     assert model.result_ is before

@@ -34,7 +34,7 @@ PENALTIES = {"l0l2": {}, "cs_l2": {}, "cs_bbar": {"lambda_bbar": 0.3}, "zbar_l2"
 
 def model(variant, path, lambda_ridge=0.05, rel_gap=1e-6, **extra):
     solver, backend = PATHS[path]
-    return SparseMTL(variant=variant, s=2, lambda_ridge=lambda_ridge, solver=solver, backend=backend,
+    return SparseMTL(variant=variant, s=2, lambda_ridge=lambda_ridge, algorithm=solver, backend=backend,
                      solve_options=SolveOptions(time_limit=30, rel_gap=rel_gap), **PENALTIES[variant], **extra)
 
 
@@ -73,7 +73,7 @@ def test_certify_keeps_the_unidentified_pairs(sites):
     sparse row of the real-data table showed 0 pairs where the fit had listed 126)."""
     fitted = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.05).fit(sites)
     listed = fitted.result_.unidentified
-    certified = fitted.certify(sites, solver="bnb", time_limit=30)
+    certified = fitted.certify(sites, algorithm="bnb", time_limit=30)
     assert listed and certified.unidentified == listed and fitted.result_ is certified
 
 

@@ -63,7 +63,7 @@ class BenchSolver:
 
 
 def _sparse(name: str, method: str, backend: str | None) -> BenchSolver:
-    return BenchSolver(name, "sparse_mtl", {"solver": method, "backend": backend},
+    return BenchSolver(name, "sparse_mtl", {"algorithm": method, "backend": backend},
                        SPARSE_METHODS[method].description)
 
 

@@ -47,13 +47,13 @@ class SparseMTL(MTLEstimator):
         Maximum support size per task.
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
-    solver : {"bcd", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
+    algorithm : {"bcd", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
         A method of ``mtl_opt.solvers.sparse_methods.METHODS``.
         ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
         no bound.  ``oa_multi_tree``: outer approximation started from the bcd
         answer, a MILP master re-solved between cuts (HiGHS by default, or SCIP);
         ``oa_single_tree``: one SCIP branch-and-bound, cuts from a constraint
-        handler; ``oa``: the old spelling, multi-tree except with backend="scip",
+        handler; ``"oa"``: the old spelling, multi-tree except with backend="scip",
         where it still means single-tree (deprecated).  ``miqp``: the Big-M MIQP on
         SCIP, M proven from the bcd answer.  All three report a proven lower bound; they need lambda_ridge > 0
         unless every task has more rows than identifiable features and a full-rank
@@ -63,6 +63,8 @@ class SparseMTL(MTLEstimator):
         solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
         ridge, where the other two stall; needs lambda_ridge > 0 and no Zbar or
         Bbar term, and no backend.
+    solver : str or None
+        Deprecated name of ``algorithm`` (a DeprecationWarning when set; setting both is an error).
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
@@ -86,7 +88,9 @@ class SparseMTL(MTLEstimator):
     ----------
     coef_ : ndarray (K, p), intercept_ : ndarray (K,), support_ : ndarray (K, p) bool
     result_ : FitResult
-        status ``heuristic`` for bcd (no bound); for oa / miqp ``optimal`` only
+        ``algorithm``: the method's name; ``backend``: the backend it ran on (None for bcd and
+        bnb, which run in mtl_opt).  status ``heuristic`` for bcd (no bound; ``time_limit`` when
+        the deadline cut it short); for oa / miqp ``optimal`` only
         when the proven relative gap is <= rel_gap, else ``gap_limit`` or
         ``time_limit`` with the bound reached: at least the trivial F >= 0
         when the limit passes before the solver proves a positive bound.
@@ -102,7 +106,8 @@ class SparseMTL(MTLEstimator):
         "lambda_ridge": [Interval(0.0, None)],
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
-        "solver": [OneOf(NAMES)],
+        "algorithm": [OneOf(NAMES)],
+        "solver": [OneOf((None, *NAMES))],
         "backend": [OneOf((*BACKENDS, None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
@@ -112,17 +117,19 @@ class SparseMTL(MTLEstimator):
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
     }
     deprecated_params = {"seed": "it has no effect (bcd and bnb are deterministic); the MILP solver's "
-                                 "seed is solve_options=SolveOptions(seed=...)."}
+                                 "seed is solve_options=SolveOptions(seed=...).",
+                         "solver": "write algorithm={value!r}."}
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
-                 lambda_zbar=0.0, solver="bcd", standardize=True, fit_intercept=True,
-                 max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None):
+                 lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
+                 max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
+                 solver=None):
         self.variant = variant
         self.s = s
         self.lambda_ridge = lambda_ridge
         self.lambda_bbar = lambda_bbar
         self.lambda_zbar = lambda_zbar
-        self.solver = solver
+        self.algorithm = algorithm
         self.standardize = standardize
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
@@ -130,14 +137,24 @@ class SparseMTL(MTLEstimator):
         self.backend = backend
         self.solve_options = solve_options
         self.seed = seed
+        self.solver = solver
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        self._method(self._problem(data)[0], self.solver, self.backend)
+        built = self._problem(data)
+        self._method(built[0], self._renamed("algorithm", "solver"), self.backend)
+        self._checked = (data, built)   # the fit that follows uses it (``_checked_problem``)
 
-    def _method(self, problem, solver, backend):
-        """The method ``solver`` names (``sparse_methods.resolve``), once it has said it can run
-        ``problem`` on ``backend``: every refusal comes here, before any work."""
-        method = resolve(solver, backend)
+    def _checked_problem(self, data):
+        """``_problem(data)``: the one ``check`` built for this very ``data`` object (``fit``
+        checks right before it fits), else a new one."""
+        checked, built = getattr(self, "_checked", (None, None))
+        self._checked = None
+        return built if checked is data else self._problem(data)
+
+    def _method(self, problem, algorithm, backend):
+        """The method ``algorithm`` names (``sparse_methods.resolve``), once it has said it can
+        run ``problem`` on ``backend``: every refusal comes here, before any work."""
+        method = resolve(algorithm, backend)
         method.check_backend(backend)
         refusal = method.refusal(problem, backend)
         if refusal is not None:
@@ -147,10 +164,11 @@ class SparseMTL(MTLEstimator):
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
-        problem, scaler, data = self._problem(data)
+        problem, scaler, data = self._checked_problem(data)
         with warnings.catch_warnings():     # check() has already warned about an old spelling
             warnings.simplefilter("ignore", DeprecationWarning)
-            method = self._method(problem, self.solver, self.backend)   # cheap, already checked
+            method = self._method(problem, self._renamed("algorithm", "solver"),
+                                  self.backend)   # cheap, already checked
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
@@ -161,31 +179,44 @@ class SparseMTL(MTLEstimator):
                                     None, max_iter=self.max_iter, local_search=self.local_search)
         self.n_iter_ = warm.native["n_iter"]
         if method.name == "bcd":
-            return self._result(problem, scaler, data, warm, method.name, options)
+            return self._result(problem, scaler, data, warm, method, None, options)
         return self._result(problem, scaler, data,
                             run_exact(method, problem, warm.estimate, options, deadline, self.backend),
-                            method.name, options)
+                            method, self.backend, options)
 
-    def certify(self, data: MultiTaskData, *, solver: str = "oa", backend: str | None = None,
-                time_limit: float | None = None) -> FitResult:
-        """Prove how good the fitted estimate is: run an exact solver from it, update ``result_``.
+    def certify(self, data: MultiTaskData, *, algorithm: str = "oa", backend: str | None = None,
+                time_limit: float | None = None, solver: str | None = None) -> FitResult:
+        """Prove how good the fitted estimate is: run an exact method from it, update ``result_``.
 
-        The exact solver starts from the current estimate, so the objective can
-        only improve; afterwards ``result_.lower_bound`` is a proven bound.  ``solver`` and
-        ``backend`` are checked as ``fit`` would check them, before any work.
+        The exact method starts from the current estimate, so the objective can
+        only improve; afterwards ``result_.lower_bound`` is a proven bound.  ``algorithm`` and
+        ``backend`` are checked as ``fit`` would check them, before any work.  ``solver`` is
+        the deprecated name of ``algorithm``.
         """
         self._check_is_fitted()
-        type(self)(**{**self.get_params(), "solver": solver, "backend": backend}).check(data)
+        if solver is not None:   # the old keyword, kept one release
+            if algorithm != "oa":
+                raise InvalidParameterError(
+                    f"certify: solver={solver!r} is the deprecated name of algorithm=; "
+                    f"set only algorithm={algorithm!r}.")
+            warnings.warn(f"certify's solver= is deprecated and will be removed in the next "
+                          f"release: write algorithm={solver!r}.", DeprecationWarning, stacklevel=2)
+            algorithm = solver
+        checker = type(self)(**{**self.get_params(), "algorithm": algorithm, "solver": None,
+                                "backend": backend})
+        checker.check(data)
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         deadline = Deadline(options.time_limit)
-        problem, scaler, std_data = self._problem(data)
-        method = self._method(problem, solver, backend)
+        problem, scaler, std_data = checker._checked_problem(data)
+        with warnings.catch_warnings():     # check() has already warned about an old spelling
+            warnings.simplefilter("ignore", DeprecationWarning)
+            method = self._method(problem, algorithm, backend)   # cheap, already checked
         if not method.certifies:
             raise InvalidParameterError(
-                f"certify needs an exact solver: one of "
-                f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {solver!r}.")
+                f"certify needs an exact method: one of "
+                f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {algorithm!r}.")
         run = run_exact(method, problem, self.result_.extra["coef_fitted"], options, deadline, backend)
-        result = self._result(problem, scaler, std_data, run, method.name, options)
+        result = self._result(problem, scaler, std_data, run, method, backend, options)
         self._adopt(result, data)
         return result
 
@@ -215,8 +246,9 @@ class SparseMTL(MTLEstimator):
             fit_intercept=self.fit_intercept, excluded=excluded)
         return problem, scaler, data
 
-    def _result(self, problem, scaler, data, run, method, options) -> FitResult:
-        """The FitResult of ``run`` (of the method named ``method``) on the fitted scale."""
+    def _result(self, problem, scaler, data, run, method, backend, options) -> FitResult:
+        """The FitResult of ``run`` (of ``method`` on ``backend``, None: its default) on the
+        fitted scale."""
         B = run.estimate
         intercept = problem.intercepts(B)
         coef, intercept_orig = (scaler.coef_to_original(B, intercept) if scaler
@@ -227,7 +259,9 @@ class SparseMTL(MTLEstimator):
             objective=problem.objective(B), lower_bound=run.lower_bound,
             status=final_status(run, options.rel_gap),
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
-            bound_source=run.native.get("bound"), solver=f"{method} ({run.native['solver']})",
+            bound_source=run.native.get("bound"),
+            solver=f"{method.name} ({run.native['solver']})",
+            algorithm=method.name, backend=backend or method.backends[0],
             solver_version=run.native["solver_version"], log=run.log, native=run.native,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": self.n_iter_})

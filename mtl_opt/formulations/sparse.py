@@ -337,7 +337,7 @@ class SparseProblem:
                 f"feature(s) (n_k <= p, or a (nearly) rank-deficient design), so its curvature "
                 f"lambda_ridge + mu_k = {kappa[k]:.3g} is below {MIN_RELATIVE_CURVATURE:g} times "
                 f"the largest ({self.lipschitz:.3g}) and no bound is proven; set lambda_ridge > 0 "
-                f"(e.g. 1e-3 times the largest), drop the task, or use solver='bcd'.")
+                f"(e.g. 1e-3 times the largest), drop the task, or use algorithm='bcd'.")
         return kappa
 
     def restricted(self, columns: np.ndarray) -> "SparseProblem":

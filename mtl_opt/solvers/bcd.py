@@ -38,6 +38,8 @@ from ..resources import one_blas_thread
 IMPROVEMENT = 1e-12
 #: IHT sweeps with an unchanged support before the continuous part is refitted exactly.
 STABLE_SWEEPS = 1
+#: The phase of the log record that closes a run the deadline stopped.
+TIME_LIMIT = "time limit"
 
 
 @one_blas_thread
@@ -78,8 +80,13 @@ def _marked(run, deadline, clock):
     """``run`` with a "time limit" record closing its log if the deadline has passed."""
     B, log, it = run
     if deadline.expired():
-        log.append(_record("time limit", it, log[-1]["objective"], B, clock))
+        log.append(_record(TIME_LIMIT, it, log[-1]["objective"], B, clock))
     return run
+
+
+def cut_short(log: list) -> bool:
+    """Whether the run of ``fit_bcd`` that wrote ``log`` was stopped by its deadline."""
+    return log[-1]["phase"] == TIME_LIMIT
 
 
 def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock, deadline):

@@ -106,8 +106,8 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
 def refusal(problem: SparseProblem) -> str | None:
     """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
     if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
-        return ("solver='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-                "lambda_bbar = 0); use solver='oa_multi_tree', which models both.")
+        return ("algorithm='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
+                "lambda_bbar = 0); use algorithm='oa_multi_tree', which models both.")
     return None
 
 

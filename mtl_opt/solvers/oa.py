@@ -48,7 +48,7 @@ EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
 #: Native settings of the Big-M MIQP per backend (the user's solver_options still win): SCIP
 #: without its NLP solver; Gurobi's cone relaxations (barrier) converged to 1e-9, not 1e-6: at 1e-6
 #: its bound exceeded the enumerated optimum on 8 of the 30 tiny soundness instances, at 1e-9 on
-#: 1 (by 5e-7 relative; ``checked_bound`` drops such a bound: prefer solver='oa' on Gurobi).
+#: 1 (by 5e-7 relative; ``checked_bound`` drops such a bound: prefer algorithm='oa_multi_tree' on Gurobi).
 MIQP_SOLVER_OPTIONS = {"scip": {"nlp/disable": True}, "gurobi": {"BarQCPConvTol": 1e-9}}
 
 

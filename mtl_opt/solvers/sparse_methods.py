@@ -1,10 +1,10 @@
 """The sparse family's method table: every algorithm ``SparseMTL`` can run, in one place.
 
-``SparseMTL``, its ``certify``, instance files and the bench all resolve a
-``solver=`` name here (``resolve``), ask the method to ``refuse`` before any
+``SparseMTL``, its ``certify``, instance files and the bench all resolve an
+``algorithm=`` name here (``resolve``), ask the method to ``refuse`` before any
 work, and run it through ``run_exact`` (an exact method from an incumbent) or
 ``METHODS["bcd"].solve`` (the heuristic).  Old spellings still work:
-``solver="oa"`` is multi-tree OA, except with ``backend="scip"``, where it meant
+``algorithm="oa"`` is multi-tree OA, except with ``backend="scip"``, where it meant
 single-tree OA and still does, with a DeprecationWarning.
 """
 
@@ -18,7 +18,7 @@ from .. import __version__
 from ..deadline import Deadline
 from ..formulations.sparse import SparseProblem
 from .backends import pick_backend
-from .bcd import fit_bcd
+from .bcd import cut_short, fit_bcd
 from . import bnb
 from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
@@ -42,8 +42,8 @@ def _bnb_scope(problem: SparseProblem, backend) -> str | None:
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
     B, log, n_iter = fit_bcd(problem, incumbent, max_iter=max_iter, local_search=local_search,
                              deadline=deadline)
-    # stops at the deadline with its best answer, which is still a heuristic one
-    return SolverRun(B, problem.objective(B), None, "converged", log,
+    # cut short by the deadline, its best answer so far is not bcd's finished answer
+    return SolverRun(B, problem.objective(B), None, "time_limit" if cut_short(log) else "converged", log,
                      {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter})
 
 
@@ -83,22 +83,23 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "branch and bound, perspective-dual node bounds (no Zbar/Bbar)",
            None, "smallest open node's perspective dual bound"),
 )}
-#: Names ``solver=`` accepts: the methods and the old spelling "oa".
+#: Names ``algorithm=`` accepts: the methods and the old spelling "oa".
 NAMES = (*METHODS, "oa")
 
 
-def resolve(solver: str, backend: str | None) -> Method:
-    """The method ``solver`` names on ``backend`` (old spellings mapped, with a warning where
+def resolve(algorithm: str, backend: str | None) -> Method:
+    """The method ``algorithm`` names on ``backend`` (old spellings mapped, with a warning where
     their meaning is deprecated); an unknown name lists the valid ones."""
-    if solver == "oa":
+    if algorithm == "oa":
         if backend != "scip":
             return METHODS["oa_multi_tree"]
-        warnings.warn("solver='oa' with backend='scip' means single-tree outer approximation; "
-                      "write solver='oa_single_tree' (or solver='oa_multi_tree' for the multi-tree "
-                      "loop on SCIP): after this release 'oa' will mean multi-tree on every backend.",
+        warnings.warn("algorithm='oa' with backend='scip' means single-tree outer approximation; "
+                      "write algorithm='oa_single_tree' (or algorithm='oa_multi_tree' for the "
+                      "multi-tree loop on SCIP): after this release 'oa' will mean multi-tree on "
+                      "every backend.",
                       DeprecationWarning, stacklevel=3)
         return METHODS["oa_single_tree"]
-    return lookup(METHODS, solver, "sparse solver")
+    return lookup(METHODS, algorithm, "sparse algorithm")
 
 
 def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
