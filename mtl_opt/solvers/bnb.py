@@ -58,7 +58,6 @@ import time
 
 import numpy as np
 import scipy.optimize
-import scipy.special
 
 from .. import __version__
 from ..errors import InvalidParameterError
@@ -392,6 +391,8 @@ class _ZbarSearch(_Search):
 
     def _within_budget(self, fixed: np.ndarray, chosen: np.ndarray, point: np.ndarray) -> np.ndarray:
         """``chosen`` cut to the budgets: each task's fixed-in pairs, then its heaviest chosen free ones."""
+        if np.all(chosen.sum(axis=1) <= self.problem.s):
+            return chosen
         return self._greedy(np.where((fixed == FREE) & ~chosen, OUT, fixed), self.weights(point))
 
     def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, point: np.ndarray) -> float:
@@ -450,7 +451,8 @@ class _ZbarSearch(_Search):
         fixed_in = (fixed == IN)
         sizes = np.minimum(fixed_in.sum(axis=0)[:, None] + np.arange(K + 1), K)
         scored = forward[-1] - self.size_cost[sizes] / mu
-        log_total = scipy.special.logsumexp(scored, axis=1)
+        top = scored.max(axis=1)
+        log_total = top + np.log(np.sum(np.exp(scored - top[:, None]), axis=1))
         adjoint = np.exp(scored - log_total[:, None])            # chance of each size
         chances = fixed_in.astype(float)
         for k in reversed(range(K)):
