@@ -67,15 +67,18 @@ def instance(seed, K, p, n, s, lambda_ridge, lambda_zbar, excluded=None):
 
 #: (seed, K, p, n, s, lambda_ridge, lambda_zbar): wide (n < p) and tall tasks, every s and penalty.
 CASES = [(0, 1, 7, 4, 2, 0.1, 1.0), (1, 2, 6, 4, 2, 0.1, 1.0), (2, 2, 8, 12, 3, 1.0, 0.01),
-         (3, 3, 6, 4, 1, 1.0, 10.0), (4, 3, 7, 10, 2, 0.1, 0.01), (5, 2, 7, 5, 3, 0.1, 10.0),
+         (3, 3, 6, 4, 1, 1.0, 10.0), (4, 3, 6, 10, 2, 1.0, 0.01), (5, 2, 7, 5, 3, 0.1, 10.0),
          (6, 3, 6, 5, 3, 0.1, 1.0), (7, 2, 8, 20, 2, 1.0, 1.0), (8, 3, 7, 9, 2, 1.0, 10.0)]
 
 
 @pytest.mark.parametrize("seed,K,p,n,s,lambda_ridge,lambda_zbar", CASES)
 def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, lambda_ridge, lambda_zbar):
+    """From the empty support on odd seeds (the tree must find the optimum: a node bound above
+    its node's optimum prunes it and leaves the objective above the enumerated one), else bcd's."""
     problem, Xs, ys = instance(seed, K, p, n, s, lambda_ridge, lambda_zbar)
     optimum = enumerated_optimum(Xs, ys, s, lambda_ridge, lambda_zbar)
-    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), fit_bcd(problem, local_search=False)[0])
+    start = np.zeros((K, p)) if seed % 2 else fit_bcd(problem, local_search=False)[0]
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start)
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
     assert final_status(result, 1e-6) == "optimal"
     assert result.objective <= optimum * (1 + 1e-6)
@@ -85,13 +88,14 @@ def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, la
 def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point():
     """D(r, pi) bounds the node from below for every r and every pi >= 0 (weak duality), not
     only at the maximizer: random fixings (an excluded pair among them), random residuals and
-    prices, from 0 to far above the weights, on a wide and a tall instance."""
+    prices, from 0 to far above the weights, and the point the node's L-BFGS climbs to (no
+    incumbent to stop it), on a wide and a tall instance."""
     rng = np.random.default_rng(11)
     for K, p, n, s, lambda_zbar in [(3, 6, 4, 2, 1.0), (2, 7, 12, 3, 10.0)]:
         excluded = np.zeros((K, p), bool)
         excluded[0, 1] = True
         problem, Xs, ys = instance(20 + K, K, p, n, s, 0.1, lambda_zbar, excluded)
-        search = bnb._ZbarSearch(problem, 4, np.zeros((K, p)), Deadline(30))
+        search = bnb._ZbarSearch(problem, bnb.NODE_ITERATIONS, np.zeros((K, p)), Deadline(30))
         for _ in range(12):
             fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(K, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
             fixed[excluded] = bnb.OUT
@@ -106,6 +110,9 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point():
                 (value, _), _ = search.dual(fixed, point, 0.1)
                 safe = search.safe_dual(fixed, point)
                 assert safe <= value <= optimum + 1e-12 * abs(optimum)
+            search.upper = np.inf
+            climbed, _, _ = search.bound(fixed, search.start())
+            assert climbed <= optimum + 1e-12 * abs(optimum)
 
 
 @pytest.mark.parametrize("scale,offset", [(1.0, 0.0), (1e-6, 0.0), (1.0, 1e9)])
