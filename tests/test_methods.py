@@ -87,11 +87,11 @@ def wide():
 @pytest.mark.parametrize("params, phrase", [
     ({"algorithm": "oa", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
     ({"algorithm": "oa_multi_tree", "backend": "scip", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
-    ({"algorithm": "bnb", "lambda_ridge": 0.1, "lambda_zbar": 0.1}, "no Zbar or Bbar"),
+    ({"algorithm": "bnb", "variant": "bbar", "lambda_ridge": 0.1, "lambda_bbar": 0.1}, "no Bbar term"),
     ({"algorithm": "oa_single_tree", "backend": "highs", "lambda_ridge": 0.1}, "runs on 'scip'"),
     ({"algorithm": "bnb", "backend": "highs", "lambda_ridge": 0.1}, "no backend")])
 def test_a_method_refuses_before_any_work(wide, monkeypatch, params, phrase):
-    """The refusals came after seconds of bcd (3.97 s for oa, 2.12 s for bnb with Zbar)."""
+    """The refusals came after seconds of bcd (3.97 s for oa, 2.12 s for bnb with a term it did not model)."""
     def no_bcd(*args, **kwargs):
         raise AssertionError("bcd ran before the refusal")
 

@@ -61,8 +61,9 @@ class SparseMTL(MTLEstimator):
         otherwise they refuse, naming the task.  ``bnb``: our branch and
         bound over supports, each node bounded by its perspective relaxation
         solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
-        ridge, where the other two stall; needs lambda_ridge > 0 and no Zbar or
-        Bbar term, and no backend.
+        ridge, where the other two stall; with a Zbar term one joint tree whose node
+        bounds price the support budgets by Lagrange multipliers; needs lambda_ridge > 0,
+        no Bbar term (nor Zbar on a common support), and no backend.
     solver : str or None
         Deprecated name of ``algorithm`` (a DeprecationWarning when set; setting both is an error).
     standardize : bool, default=True

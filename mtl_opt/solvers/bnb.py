@@ -24,11 +24,28 @@ smallest open bound is the global lower bound; the search stops at
 ``rel_gap``, ``abs_gap`` or the time limit.  Branching follows OKRidge: the
 entry of the node's refitted support whose removal raises F the most.
 
+With the Zbar term (lambda_zbar/2) sum_j P(c_j), c_j = sum_k z_jk the tasks
+using column j and P(c) = c (K - c) / K (concave, so not a node-wise greedy
+any more), the tasks share one tree over the pairs (k, j), and the budgets
+sum_j z_jk <= s get prices pi_k >= 0 (Lagrange multipliers, the dual point's
+last K entries).  For feasible z, adding sum_k pi_k (sum_j z_jk - s) <= 0 gives
+
+    F >= D(r, pi) = sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k - s sum_k pi_k
+                    + sum_j min_S [sum_(k in S) (pi_k - w_jk) + (lambda_zbar/2) P(|S|)],
+
+w_jk = v_jk^2 / (2 lambda_ridge), S over the task sets the node allows for
+column j (its fixed-in tasks, any of its free ones).  For each size the best
+S takes the cheapest free tasks, so the worst z is a sort per column; D is
+concave in (r, pi) jointly and a lower bound on the node at every point with
+pi >= 0.  L-BFGS-B climbs it over both, smoothed by a softmin over S (its
+sum over sizes is a small recursion per column).  At lambda_zbar = 0 and the
+best pi this is the greedy bound above; those variants keep the greedy.
+
 Excluded pairs (``SparseProblem.excluded``) have v_jk = 0, so they weigh 0 in
 every bound (their beta is fixed at 0), and are fixed out at the root where supports are per task.
 
-Scope: variants without Bbar and Zbar terms (``l0l2``, ``cs_l2``, or any
-variant with those penalties at 0) and lambda_ridge > 0.  The bound uses
+Scope: variants without a Bbar term (``l0l2``, ``cs_l2``, ``zbar_l2``, or
+any variant with lambda_bbar = 0) and lambda_ridge > 0.  The bound uses
 lambda_ridge alone, not the curvature outer approximation borrows when
 n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
 """
@@ -61,6 +78,8 @@ STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
 FREE, OUT, IN = -1, 0, 1
+#: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
+_NEVER = -1e30
 
 
 @one_blas_thread
@@ -68,7 +87,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
               node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
-    Without a common support the tasks share nothing (no Bbar, no Zbar), so each
+    Without a common support or a Zbar term the tasks share nothing, so each
     gets its own tree: one joint tree would branch over the product of theirs.
     Bounds and objectives add up; each step expands a node of the task with the
     widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``, or
@@ -80,11 +99,12 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
         raise InvalidParameterError(reason)
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
-    if problem.common_support:
+    if problem.common_support or problem.lambda_zbar:
         parts = [(problem, incumbent)]
     else:
         parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
-    searches = [_Search(part, node_iterations, start_from, deadline) for part, start_from in parts]
+    search = _ZbarSearch if problem.lambda_zbar else _Search
+    searches = [search(part, node_iterations, start_from, deadline) for part, start_from in parts]
     stop, explored = "converged", 0
     while True:
         lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
@@ -105,9 +125,9 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
 
 def refusal(problem: SparseProblem) -> str | None:
     """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
-    if problem.lambda_zbar or problem.lambda_bbar or not problem.lambda_ridge > 0:
-        return ("algorithm='bnb' needs lambda_ridge > 0 and no Zbar or Bbar term (lambda_zbar = "
-                "lambda_bbar = 0); use algorithm='oa_multi_tree', which models both.")
+    if problem.lambda_bbar or not problem.lambda_ridge > 0 or (problem.lambda_zbar and problem.common_support):
+        return ("algorithm='bnb' needs lambda_ridge > 0, no Bbar term (lambda_bbar = 0) and no "
+                "Zbar term on a common support; use algorithm='oa_multi_tree', which models them.")
     return None
 
 
@@ -120,7 +140,13 @@ def _row(searches, explored: int, start: float) -> dict:
 
 
 class _Search:
-    """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split."""
+    """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split.
+
+    A node keeps the dual point its bound came from (the residuals r, here), its children's start.
+    """
+
+    #: L-BFGS-B's bounds on the dual point (None: unbounded).
+    box = None
 
     def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
                  deadline: Deadline):
@@ -134,7 +160,11 @@ class _Search:
             root = np.full(incumbent.shape, FREE, dtype=np.int8)
             if not problem.common_support:   # a shared column's z is not a pair's: weights only
                 root[problem.excluded] = OUT
-            self.push(root, np.concatenate(problem.ys))
+            self.push(root, self.start())
+
+    def start(self) -> np.ndarray:
+        """The root's dual point: r = y (D's maximizer without the penalty)."""
+        return np.concatenate(self.problem.ys)
 
     def lower(self) -> float:
         """The proven lower bound: the smallest open bound (the incumbent when none is open)."""
@@ -168,7 +198,7 @@ class _Search:
         support whose removal raises F the most (OKRidge's rule): its "out" child has the
         largest bound to gain.  Ties in the relaxation's weights make "the heaviest entry"
         an arbitrary pick, often one whose removal changes nothing."""
-        B = self.problem.refit(self._greedy(fixed, self.weights(r)))
+        B = self.problem.refit(self.worst(fixed, r))
         pairs = np.argwhere((B != 0) & (fixed == FREE))
         if not len(pairs):   # the refit zeroed every free entry it chose: take the heaviest
             weight = np.where(fixed == FREE, self.weights(r), -1.0)
@@ -202,7 +232,7 @@ class _Search:
         is the bound.  Stops early once D passes the incumbent (the node is pruned) or the
         deadline passes.
         """
-        best = [-np.inf, r0, self._greedy(fixed, self.weights(r0))]
+        best = [-np.inf, r0, self.worst(fixed, r0)]
 
         def negative_smoothed(r, mu):
             (value, chosen), (smooth, gradient) = self.dual(fixed, r, mu)
@@ -216,7 +246,7 @@ class _Search:
         try:
             for mu in self.mu_schedule():
                 run = scipy.optimize.minimize(negative_smoothed, r, args=(mu,), jac=True, method="L-BFGS-B",
-                                              options={"maxiter": self.node_iterations // STAGES,
+                                              bounds=self.box, options={"maxiter": self.node_iterations // STAGES,
                                                        "maxcor": MEMORY, "gtol": 0.0, "ftol": 1e-13})
                 r = run.x
         except _Pruned:
@@ -232,7 +262,7 @@ class _Search:
         ||r_k||^2 / 2) / n_k per task; each slope v = X'r / n by at most e = gamma_(n+1) |X|'|r| / n,
         so (|v| + e)^2 / (2 lambda_ridge), rounded up, is above every exact weight, and the greedy
         z on those weights (summed, rounded up) bounds the node's exact penalty max_z z.a from
-        above.  The last subtractions are covered by a final gamma_3 term.
+        above (``safe_penalty``).  The last subtractions are covered by a final gamma_3 term.
         """
         problem = self.problem
         base, error, upper_weights = 0.0, 0.0, np.empty((problem.n_tasks, problem.n_features))
@@ -243,8 +273,12 @@ class _Search:
             slack = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
             upper_weights[k] = (np.abs(X.T @ rk / n) + slack) ** 2 / (2 * problem.lambda_ridge)
         upper_weights *= (1 + _gamma(4)) * problem.allowed
-        penalty = np.sum(upper_weights[self._greedy(fixed, upper_weights)]) * (1 + _gamma(upper_weights.size))
-        return base - error - penalty - _gamma(3) * (abs(base) + error + penalty)
+        penalty = self.safe_penalty(fixed, upper_weights, r)
+        return base - error - penalty - _gamma(3) * (abs(base) + error + abs(penalty))
+
+    def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray) -> float:
+        """A float above the exact penalty part of -D(r) at weights below ``upper_weights``."""
+        return np.sum(upper_weights[self._greedy(fixed, upper_weights)]) * (1 + _gamma(upper_weights.size))
 
     def mu_schedule(self):
         top = SMOOTHING * (abs(self.upper) if np.isfinite(self.upper) else 1.0) / self.problem.s
@@ -271,6 +305,10 @@ class _Search:
         free = fixed == FREE
         penalty = np.sum(z[free] ** 2) / (problem.n_tasks if problem.common_support else 1)
         return (base - np.sum(a[chosen]), chosen), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+
+    def worst(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """The node's worst support at the dual point ``r`` (a feasible one: it is refitted)."""
+        return self._greedy(fixed, self.weights(r))
 
     def _smoothed(self, fixed: np.ndarray, a: np.ndarray, mu: float) -> np.ndarray:
         """argmax over the node's z of z.a - (mu/2)||z_free||^2: free entries clip((a - tau)/mu, 0, 1)."""
@@ -301,6 +339,131 @@ class _Search:
             fill(row, state == FREE, row_weight, s - int((state == IN).sum()))
             z.append(row)
         return np.repeat(z, fixed.shape[0], axis=0) if self.problem.common_support else np.array(z)
+
+
+class _ZbarSearch(_Search):
+    """The joint tree of a Zbar variant: budgets priced, worst z per column (module docstring).
+
+    The dual point is (r, pi): the residuals, then the K prices, kept >= 0 by L-BFGS-B.
+    """
+
+    def __init__(self, problem: SparseProblem, *args):
+        K = problem.n_tasks
+        sizes = np.arange(K + 1)
+        #: (lambda_zbar/2) P(c) for c = 0..K tasks on a column
+        self.size_cost = problem.lambda_zbar / 2 * sizes * (K - sizes) / K
+        self.n_residuals = sum(len(y) for y in problem.ys)
+        self.box = [(None, None)] * self.n_residuals + [(0.0, None)] * K
+        super().__init__(problem, *args)
+
+    def start(self) -> np.ndarray:
+        """r = y and, per task, the price at which its s heaviest weights are the ones worth taking
+        (its (s+1)-th largest weight: the best price without the Zbar term)."""
+        r = super().start()
+        weights = np.sort(self.weights(r), axis=1)
+        s = self.problem.s
+        prices = weights[:, -s - 1] if weights.shape[1] > s else np.zeros(len(weights))
+        return np.concatenate([r, prices])
+
+    def prices(self, point: np.ndarray) -> np.ndarray:
+        return np.maximum(point[self.n_residuals:], 0.0)
+
+    def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
+        """((D(r, pi), the worst support), (D smoothed by a softmin at temperature mu, its gradient))."""
+        problem, lam = self.problem, self.problem.lambda_ridge
+        v, prices = self._slopes(point), self.prices(point)
+        cost = prices[:, None] - v**2 / (2 * lam)
+        minima, chosen = self._column_minima(fixed, cost)
+        softminima, z = self._column_softminima(fixed, cost, mu)
+        base, gradient = 0.0, np.empty_like(point)
+        for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
+            rk, n = point[self.ends[k]:self.ends[k + 1]], len(y)
+            base += (y @ rk - rk @ rk / 2) / n
+            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ (z[k] * v[k]) / lam) / n
+        gradient[self.n_residuals:] = z.sum(axis=1) - problem.s
+        budget = problem.s * prices.sum()
+        return ((base - budget + minima.sum(), self._within_budget(fixed, chosen, point)),
+                (base - budget + softminima.sum(), gradient))
+
+    def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
+        cost = self.prices(point)[:, None] - self.weights(point)
+        return self._within_budget(fixed, self._column_minima(fixed, cost)[1], point)
+
+    def _within_budget(self, fixed: np.ndarray, chosen: np.ndarray, point: np.ndarray) -> np.ndarray:
+        """``chosen`` cut to the budgets: each task's fixed-in pairs, then its heaviest chosen free ones."""
+        if np.all(chosen.sum(axis=1) <= self.problem.s):
+            return chosen
+        return self._greedy(np.where((fixed == FREE) & ~chosen, OUT, fixed), self.weights(point))
+
+    def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, point: np.ndarray) -> float:
+        """s sum pi - sum_j min_S(...) at the costs pi_k - upper_weights, which are below the exact
+        costs (so the minima are too), plus a bound on the rounding error.
+
+        Each column's minimum is a sum of at most 2 K + 3 rounded terms (prices, weights,
+        the size cost); the sum over the p columns and the budget term add p + K + 2 more, so
+        gamma_(p + 3K + 6) times the sum of their magnitudes covers it all (doubled for the
+        magnitude's own rounding).
+        """
+        prices = self.prices(point)
+        minima, _ = self._column_minima(fixed, prices[:, None] - upper_weights)
+        magnitude = (self.problem.s * prices.sum() + np.sum((prices[:, None] + upper_weights)[fixed != OUT])
+                     + fixed.shape[1] * self.size_cost.max())
+        slack = 2 * _gamma(fixed.shape[1] + 3 * fixed.shape[0] + 6) * magnitude
+        return self.problem.s * prices.sum() - minima.sum() + slack
+
+    def _column_minima(self, fixed: np.ndarray, cost: np.ndarray):
+        """((p,) min_S sum_(k in S) cost_kj + size_cost[|S|] over the sets the node allows, (K, p) argmin).
+
+        Per column: the fixed-in tasks first, then the free ones by increasing cost; the best S
+        of each size is a prefix of that order, so its value is a prefix sum.
+        """
+        K = fixed.shape[0]
+        key = np.where(fixed == IN, -np.inf, np.where(fixed == FREE, cost, np.inf)).T
+        order = np.argsort(key, axis=1, kind="stable")
+        usable = np.take_along_axis((fixed != OUT).T, order, axis=1)
+        prefix = np.zeros((fixed.shape[1], K + 1))
+        prefix[:, 1:] = np.cumsum(np.where(usable, np.take_along_axis(cost.T, order, axis=1), 0.0), axis=1)
+        sizes = np.arange(K + 1)
+        allowed = (sizes >= (fixed == IN).sum(axis=0)[:, None]) & (sizes <= usable.sum(axis=1)[:, None])
+        totals = np.where(allowed, prefix + self.size_cost, np.inf)
+        best = np.argmin(totals, axis=1)
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, sizes[:K][None, :].repeat(len(order), axis=0), axis=1)
+        return totals[np.arange(len(best)), best], (rank < best[:, None]).T
+
+    def _column_softminima(self, fixed: np.ndarray, cost: np.ndarray, mu: float):
+        """((p,) the softmin -mu log sum_S exp(-(cost of S) / mu) of ``_column_minima``'s sets, (K, p) the
+        chance of each pair in S under those weights, 1 for the fixed-in ones): a smooth minorant of the
+        minima, and its gradient in ``cost``.
+
+        The weights of the sets by size come from the recursion over tasks
+        L_k[c] = logaddexp(L_(k-1)[c], L_(k-1)[c - 1] - cost_kj / mu) (free tasks only),
+        the chances by going back through it (reverse-mode differentiation).
+        """
+        K, p = fixed.shape
+        log_terms = np.where(fixed == FREE, -cost / mu, _NEVER)
+        forward = [np.full((p, K + 1), _NEVER)]
+        forward[0][:, 0] = 0.0
+        for k in range(K):
+            added = np.full((p, K + 1), _NEVER)
+            added[:, 1:] = forward[-1][:, :-1] + log_terms[k][:, None]
+            forward.append(np.logaddexp(forward[-1], added))
+        fixed_in = (fixed == IN)
+        sizes = np.minimum(fixed_in.sum(axis=0)[:, None] + np.arange(K + 1), K)
+        scored = forward[-1] - self.size_cost[sizes] / mu
+        top = scored.max(axis=1)
+        log_total = top + np.log(np.sum(np.exp(scored - top[:, None]), axis=1))
+        adjoint = np.exp(scored - log_total[:, None])            # chance of each size
+        chances = fixed_in.astype(float)
+        for k in reversed(range(K)):
+            before, after = forward[k], forward[k + 1]
+            add = np.exp(before[:, :-1] + log_terms[k][:, None] - after[:, 1:])
+            if np.any(fixed[k] == FREE):
+                chances[k] = np.where(fixed[k] == FREE, np.sum(adjoint[:, 1:] * add, axis=1), chances[k])
+            stayed = adjoint * np.exp(before - after)
+            stayed[:, :-1] += adjoint[:, 1:] * add
+            adjoint = stayed
+        return np.sum(np.where(fixed_in, cost, 0.0), axis=0) - mu * log_total, chances
 
 
 def _gamma(m: int) -> float:
