@@ -102,7 +102,7 @@ class Method:
         if backend is not None and backend not in self.backends:
             runs_on = ("mtl_opt itself (no backend)" if self.backends == (None,)
                        else " or ".join(repr(b) for b in self.backends))
-            return f"solver={self.name!r} runs on {runs_on}; got backend={backend!r}"
+            return f"algorithm={self.name!r} runs on {runs_on}; got backend={backend!r}"
         return self.refuse(problem, backend)
 
     def check_backend(self, backend: str | None) -> None:
