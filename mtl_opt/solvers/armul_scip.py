@@ -13,6 +13,7 @@ from ..deadline import Deadline
 from ..errors import SolverError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
+from . import prox
 from .armul_partitions import MAX_TASKS, enumerate_partitions
 from .backends import get_backend
 from .method import SolverRun, stop_of
@@ -29,7 +30,8 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 backend_name: str = "scip") -> SolverRun:
     """The backend's (SCIP by default) solution (a ``ProxRun`` as the run's estimate) and a
     bound, whose source is ``native["bound"]``.  Never the backend's own bound (its cone
-    tolerances are absolute): vanilla (convex), our safe dual bound at its point; clustered,
+    tolerances are absolute): vanilla (convex), our safe dual bound at its point, polished by
+    FISTA (``polished``); clustered,
     the partitions of the tasks (``certified_clusters``)."""
     if structure == "vanilla":
         model = formulation.build_vanilla_model(problem)
@@ -54,7 +56,8 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         centers, extra = table[labels], {"centers": table, "labels": labels}
     objective = problem.objective(theta, centers)
     if structure == "vanilla":
-        bound, source = problem.dual_bound(theta, "vanilla"), f"dual feasible point from {out.solver}'s solution"
+        theta, centers, bound, source = polished(problem, theta, centers, out.solver, options, deadline)
+        objective = problem.objective(theta, centers)
     else:
         theta, centers, extra, bound, source = certified_clusters(
             problem, n_components, theta, centers, extra, deadline, options.rel_gap)
@@ -64,6 +67,20 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                        {**extra, "native": dict(out.native)})
     return SolverRun(estimate, objective, bound, stop, [],
                      {"solver": out.solver, "solver_version": out.solver_version, "bound": source})
+
+
+def polished(problem: ArmulProblem, theta, centers, solver: str, options: SolveOptions,
+             deadline: Deadline):
+    """Vanilla ARMUL from the backend's point: FISTA warm-started there (the backend meets its
+    cones only to about its feasibility tolerance, ~1e-5 relative), the better point, and the
+    higher of the two proven bounds (our dual bound at the backend's point, FISTA's best)."""
+    bound = problem.dual_bound(theta, "vanilla")
+    run = prox.fista(problem, theta, centers[0], rel_gap=options.rel_gap, deadline=deadline)
+    if run.objective <= problem.objective(theta, centers):
+        theta, centers = run.theta, run.centers
+    bounds = [b for b in (bound, run.lower_bound) if b is not None]
+    return (theta, centers, max(bounds) if bounds else None,
+            f"dual feasible point from {solver}'s solution, polished by FISTA")
 
 
 def certified_clusters(problem, n_components, theta, centers, extra, deadline, rel_gap):
