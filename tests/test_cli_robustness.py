@@ -23,7 +23,7 @@ OPTIMA = {r["instance"]: float(r["optimum"])
           for r in csv.DictReader((LIB / "optima.csv").read_text().splitlines())}
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
        "PYTHONDONTWRITEBYTECODE": "1"}
-#: A cell that runs until killed: clustered ARMUL with ten million restarts and an hour's time limit.
+#: A cell that runs until killed: clustered ARMUL, whose fit ``ENDLESS_HOOK`` makes sleep in the cell.
 ENDLESS = f"""[data]
 path = "{LIB / 'tiny_armul.csv'}"
 task = "task"
@@ -33,12 +33,21 @@ response = "y"
 name = "armul"
 structure = "clustered"
 n_components = 2
-n_init = 10000000
 """
 
 
-def start(*args, cwd=None, **popen):
-    return subprocess.Popen([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd, env=ENV,
+#: A sitecustomize for the bench's processes: a clustered ARMUL fit sleeps, ignoring every time
+#: limit (the real one honours time_limit), so only Ctrl-C or a kill ends its cell.
+ENDLESS_HOOK = """import time
+from mtl_opt.estimators import ARMUL
+_fit = ARMUL._fit
+ARMUL._fit = lambda self, data, init=None: (time.sleep(10**6) if self.structure == "clustered"
+                                           else _fit(self, data, init))
+"""
+
+
+def start(*args, cwd=None, env=ENV, **popen):
+    return subprocess.Popen([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
 
 
@@ -141,8 +150,11 @@ def _bench_until_a_cell_runs(tmp_path, *instances):
     """Start a bench on ``instances`` (prox), wait for the finished ones and the running cell."""
     endless = tmp_path / "endless.toml"
     endless.write_text(ENDLESS)
-    proc = start("bench", *instances, endless, "--solvers", "prox", "--time-limit", 3600,
-                 "--out", tmp_path / "out")
+    (tmp_path / "hook").mkdir()
+    (tmp_path / "hook" / "sitecustomize.py").write_text(ENDLESS_HOOK)
+    proc = start("bench", *instances, endless, "--solvers", "prox", "--time-limit", 1,
+                 "--out", tmp_path / "out",
+                 env={**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path / "hook"), ENV["PYTHONPATH"]])})
     assert proc.stdout.readline().startswith("mtl-opt")
     for _ in instances:  # their progress lines: those cells finished
         assert "optimal" in proc.stdout.readline()
