@@ -46,9 +46,18 @@ ARMUL._fit = lambda self, data, init=None: (time.sleep(10**6) if self.structure 
 """
 
 
+def _default_sigint():
+    """In the child before exec: SIGINT unblocked and at its default action, whatever code that
+    ran earlier in the test process did to its mask or disposition (a child inherits both, and
+    Python installs KeyboardInterrupt only where SIGINT is not ignored)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(*args, cwd=None, env=ENV, **popen):
     return subprocess.Popen([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint, **popen)
 
 
 def run_all(*commands, cwd=None):
