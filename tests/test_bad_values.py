@@ -12,11 +12,12 @@ import math
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runner import run_cli
 
 from mtl_opt.bandits import config as bandit_config
 from mtl_opt.bandits.config import load_bandit_experiment
@@ -249,8 +250,9 @@ def test_float_flags_refuse_non_finite_values(command, flag, value, capsys):
 
 
 def mtl_opt(*args, cwd):
-    """mtl-opt run from ``cwd`` (in this process: ``cli_runner``)."""
-    return run_cli(*args, cwd=cwd)
+    """The console entry point in a fresh process, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
 
 
 def _copy_instance(tmp_path, name, old, new):
