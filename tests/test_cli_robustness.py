@@ -54,10 +54,14 @@ def _default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def start(*args, cwd=None, env=ENV, **popen):
+def start(*args, cwd=None, env=ENV, preexec_fn=None, **popen):
+    def prepare():
+        _default_sigint()
+        if preexec_fn is not None:
+            preexec_fn()
     return subprocess.Popen([sys.executable, "-m", "mtl_opt.cli", *map(str, args)], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_default_sigint, **popen)
+                            preexec_fn=prepare, **popen)
 
 
 def run_all(*commands, cwd=None):
