@@ -54,16 +54,16 @@ def enumerate_partitions(problem: ArmulProblem, n_clusters: int, deadline: Deadl
     if m > MAX_TASKS:
         return None
     k = min(n_clusters, m)
-    runs = {}
+    runs, bounds = {}, {}
     for group in range(1, 1 << m):
         if bin(group).count("1") > m - k + 1:
             continue   # some other group would be empty: a partition into k groups never uses it
         if deadline.expired():
             return None
         # a group cut by the deadline keeps its best dual bound so far: still a valid one
-        runs[group] = prox.fista(problem.subset(_tasks(group, m)), rel_gap=rel_gap,
-                                 deadline=deadline)
-    bounds = {group: _safe_bound(problem.subset(_tasks(group, m)), run) for group, run in runs.items()}
+        sub = problem.subset(_tasks(group, m))
+        runs[group] = prox.fista(sub, rel_gap=rel_gap, deadline=deadline)
+        bounds[group] = _safe_bound(sub, runs[group])
     lower, _ = _least_cover(bounds, m, k)
     _, groups = _least_cover({group: run.objective for group, run in runs.items()}, m, k)
     labels, theta = np.zeros(m, dtype=int), np.zeros((m, problem.d))
