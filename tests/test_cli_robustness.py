@@ -172,11 +172,11 @@ def _bench_until_a_cell_runs(tmp_path, *instances):
     for _ in instances:  # their progress lines: those cells finished
         assert "optimal" in proc.stdout.readline()
     deadline = time.monotonic() + 120
-    while not (cells := _children(proc.pid)):
+    while not _children(proc.pid):
         assert proc.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
-    # Past the finished cells' exit and into the endless cell's fit (it sleeps, so waiting is
-    # free): a signal between two cells, while the next one starts, is not what is tested.
+    # A finished cell may still be exiting: wait until the endless one is in its fit (it
+    # sleeps, so waiting costs nothing) and return the children then.
     time.sleep(2.0)
     return proc, _children(proc.pid)
 

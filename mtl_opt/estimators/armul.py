@@ -259,14 +259,10 @@ class ARMUL(GLMTasks):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
         structure; every refusal of the method comes here, before any work."""
         name = self._renamed("algorithm", "solver")
-        method = lookup(METHODS, OLD_SOLVER_NAMES.get(name, name), "ARMUL algorithm")
-        method.check_backend(self.backend)
         structured = StructuredProblem(problem, self.structure, self.n_components,
                                        self._identified, tuple(data.task_names))
-        refusal = method.refusal(structured, self.backend)
-        if refusal is not None:
-            raise InvalidParameterError(refusal)
-        return method, structured
+        method = lookup(METHODS, OLD_SOLVER_NAMES.get(name, name), "ARMUL algorithm")
+        return method.check(structured, self.backend), structured
 
     def _check_fit(self, data: MultiTaskData) -> None:
         super()._check_fit(data)
@@ -284,7 +280,7 @@ class ARMUL(GLMTasks):
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter)
-        return self._finish(data, run, options, method.name, self.backend or method.backends[0])
+        return self._finish(data, run, options, method.name, method.backend_for(self.backend))
 
     def _finish(self, data, solved: SolverRun, options, algorithm, backend) -> FitResult:
         run, extra = self._restored(solved.estimate), {}

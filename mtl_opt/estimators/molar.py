@@ -19,7 +19,7 @@ from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercep
 from ..deadline import Deadline
 from ..solvers.method import final_status
 from ..solvers.molar import SIGMA, MolarFit, molar_fit, noise_levels
-from ..solvers.molar_methods import METHODS, backend_used, resolve
+from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
@@ -177,7 +177,8 @@ class MOLAR(MTLEstimator):
             lower_bound=median.lower_bound, status=final_status(median, options.rel_gap),
             objective_name="weighted-median objective", bound_source=median.native["bound"],
             solver=median.native["solver"], solver_version=median.native["solver_version"], log=log,
-            native=median.native, algorithm=method.name, backend=backend_used(method, self.backend), task_names=list(data.task_names), feature_names=list(data.feature_names),
+            native=median.native, algorithm=method.name, backend=method.backend_for(self.backend),
+            task_names=list(data.task_names), feature_names=list(data.feature_names),
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,

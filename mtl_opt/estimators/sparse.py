@@ -155,12 +155,7 @@ class SparseMTL(MTLEstimator):
     def _method(self, problem, algorithm, backend):
         """The method ``algorithm`` names (``sparse_methods.resolve``), once it has said it can
         run ``problem`` on ``backend``: every refusal comes here, before any work."""
-        method = resolve(algorithm, backend)
-        method.check_backend(backend)
-        refusal = method.refusal(problem, backend)
-        if refusal is not None:
-            raise InvalidParameterError(refusal)
-        return method
+        return resolve(algorithm, backend).check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
@@ -262,7 +257,7 @@ class SparseMTL(MTLEstimator):
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
             bound_source=run.native.get("bound"),
             solver=f"{method.name} ({run.native['solver']})",
-            algorithm=method.name, backend=backend or method.backends[0],
+            algorithm=method.name, backend=method.backend_for(backend),
             solver_version=run.native["solver_version"], log=run.log, native=run.native,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "n_iter": self.n_iter_})

@@ -110,6 +110,21 @@ class Method:
         if self.problem_class is not None:
             pick_backend(self.problem_class, backend)
 
+    def check(self, problem, backend: str | None) -> "Method":
+        """This method, once its backend can serve (``check_backend``) and it has not refused
+        ``problem`` (``refusal``: an InvalidParameterError); every estimator asks here, before
+        any work."""
+        self.check_backend(self.backend_for(backend))
+        refusal = self.refusal(problem, backend)
+        if refusal is not None:
+            raise InvalidParameterError(refusal)
+        return self
+
+    def backend_for(self, backend: str | None) -> str | None:
+        """The backend a run asked for ``backend`` uses: it, or the method's default (None: the
+        method runs in mtl_opt itself)."""
+        return backend if backend is not None else self.backends[0]
+
 
 def lookup(table: Mapping[str, Method], name: str, what: str = "method") -> Method:
     """``table[name]``; an unknown name is an InvalidParameterError listing the valid ones."""

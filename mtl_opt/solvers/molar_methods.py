@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..deadline import Deadline
-from ..errors import InvalidParameterError, SolverError
+from ..errors import SolverError
 from ..formulations import molar as formulation
 from .backends import pick_backend
 from .method import Method, SolverRun, lookup, stop_of
@@ -105,17 +105,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 def resolve(algorithm: str, backend: str | None) -> Method:
     """The method ``algorithm`` names, once it has said it can run on ``backend`` (every
     refusal comes here, cheaply, before any work); an unknown name lists the valid ones."""
-    found = lookup(METHODS, algorithm, "MOLAR algorithm")
-    refusal = found.refusal(None, backend)
-    if refusal is not None:
-        raise InvalidParameterError(refusal)
-    found.check_backend(backend_used(found, backend))
-    return found
-
-
-def backend_used(found: Method, backend: str | None) -> str | None:
-    """The backend name ``found`` runs on: ``backend``, or its default (None: in mtl_opt itself)."""
-    return backend if backend is not None else found.backends[0]
+    return lookup(METHODS, algorithm, "MOLAR algorithm").check(None, backend)
 
 
 def solve_median(found: Method, problem: MedianProblem, options: SolveOptions,
@@ -123,7 +113,7 @@ def solve_median(found: Method, problem: MedianProblem, options: SolveOptions,
     """Run ``found`` on the columns some task weighs; the others add 0 at any z and get z_k = 0."""
     pooled = np.any(problem.weights > 0, axis=0)
     run = found.solve(MedianProblem(problem.values[:, pooled], problem.weights[:, pooled]), None,
-                      options, deadline, backend_used(found, backend))
+                      options, deadline, found.backend_for(backend))
     z = np.zeros(problem.values.shape[1])
     z[pooled] = run.estimate
     run.estimate = z
