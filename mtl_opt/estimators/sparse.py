@@ -8,6 +8,7 @@ import numpy as np
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
+from ..formulations.constraints import compile_constraints
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult
@@ -81,6 +82,12 @@ class SparseMTL(MTLEstimator):
         time_limit (the whole fit: the bcd warm start gets at most half of it
         before an exact solver), rel_gap (tolerance for status ``optimal``),
         verbose (prints the OA iteration table), threads...
+    constraints : list of Constraint or dict, or None
+        Built-in side constraints (``mtl_opt.formulations.constraints``): include / exclude
+        features, at most / at least ``count`` of a group, signs, bounds on the original scale,
+        shared supports between tasks; e.g. ``[{"kind": "include", "features": ["age"]},
+        {"kind": "at_most", "features": ["a1", "a2", "a3"], "count": 1}]``.  Every algorithm
+        enforces them or refuses them, naming one that would.
     seed : int or None
         Deprecated, no effect (a DeprecationWarning when set): bcd and bnb are deterministic,
         and the seed of oa's and miqp's MILP solver is ``solve_options.seed``.
@@ -116,6 +123,7 @@ class SparseMTL(MTLEstimator):
         "max_iter": [Interval(1, None, integer=True)],
         "local_search": [BOOLEAN],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
+        "constraints": [OneOf((None,)), InstanceOf((list, tuple), "a list of constraints")],
     }
     deprecated_params = {"seed": "it has no effect (bcd and bnb are deterministic); the MILP solver's "
                                  "seed is solve_options=SolveOptions(seed=...).",
@@ -124,7 +132,7 @@ class SparseMTL(MTLEstimator):
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
                  max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
-                 solver=None):
+                 solver=None, constraints=None):
         self.variant = variant
         self.s = s
         self.lambda_ridge = lambda_ridge
@@ -139,6 +147,7 @@ class SparseMTL(MTLEstimator):
         self.solve_options = solve_options
         self.seed = seed
         self.solver = solver
+        self.constraints = constraints
 
     def _check_fit(self, data: MultiTaskData) -> None:
         built = self._problem(data)
@@ -236,10 +245,12 @@ class SparseMTL(MTLEstimator):
         excluded = unidentified_mask(data.Xs, self.fit_intercept, collinear=False)
         if self.standardize:
             data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
+        side = compile_constraints(self.constraints, data.task_names, data.feature_names,
+                                   scaler.x_scale if scaler else None)
         problem = SparseProblem.from_data(
             data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
-            fit_intercept=self.fit_intercept, excluded=excluded)
+            fit_intercept=self.fit_intercept, excluded=excluded, side=side)
         return problem, scaler, data
 
     def _result(self, problem, scaler, data, run, method, backend, options) -> FitResult:

@@ -38,6 +38,7 @@ from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..deadline import Deadline
 from ..identifiability import unidentified_mask
+from .constraints import SideConstraints
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
 VARIANTS = {
@@ -102,22 +103,30 @@ class SparseProblem:
     lambda_zbar: float
     excluded: np.ndarray | None = None
     task_names: tuple = ()   # for messages; the index stands in for a missing name
+    side: SideConstraints | None = None   # built-in side constraints (None: none)
 
     def __post_init__(self):
         shape = (len(self.Xs), self.Xs[0].shape[1])
         excluded = np.zeros(shape, bool) if self.excluded is None else np.asarray(self.excluded, bool)
         if excluded.shape != shape:
             raise InvalidParameterError(f"excluded must be a {shape} boolean mask; got shape {excluded.shape}.")
-        object.__setattr__(self, "excluded", excluded)
+        side = SideConstraints.none(shape) if self.side is None else self.side
+        if np.any(side.include & excluded & ~side.exclude):
+            raise InvalidParameterError(
+                "a constraint includes a feature the data cannot identify in a task (constant "
+                "there); drop the include for that task (result_.unidentified lists the pairs).")
+        object.__setattr__(self, "excluded", excluded | side.exclude)
+        object.__setattr__(self, "side", side)
 
     @classmethod
     def from_data(cls, data: MultiTaskData, *, variant="zbar_l2", s=10, lambda_ridge=0.0,
                   lambda_bbar=0.0, lambda_zbar=0.0, fit_intercept=True,
-                  excluded=None) -> "SparseProblem":
+                  excluded=None, side=None) -> "SparseProblem":
         """Check the hyperparameters against the variant and center the data if needed.
 
         ``excluded`` defaults to the pairs ``data`` cannot identify (a column constant in the
-        task, or all zero without intercept: ``identifiability.unidentified_mask``).
+        task, or all zero without intercept: ``identifiability.unidentified_mask``).  ``side``:
+        the compiled side constraints (``formulations.constraints``), None: none.
         """
         if variant not in VARIANTS:
             raise InvalidParameterError(
@@ -144,7 +153,7 @@ class SparseProblem:
         if excluded is None:
             excluded = unidentified_mask(data.Xs, fit_intercept, collinear=False)
         return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
-                   float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names))
+                   float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names), side)
 
     @property
     def n_tasks(self) -> int:
@@ -159,12 +168,13 @@ class SparseProblem:
         return VARIANTS[self.variant][0]
 
     def objective(self, B: np.ndarray) -> float:
-        """F at coefficients B (K, p) with optimal intercepts, in float64; constants kept."""
+        """F at coefficients B (K, p) with optimal intercepts, in float64; constants kept (an
+        included pair counts in the Zbar term even where its coefficient is 0)."""
         loss = sum(np.sum((y - X @ b) ** 2) / (2 * len(y)) for X, y, b in zip(self.Xs, self.ys, B))
         mean = B.mean(axis=0)
         return float(loss + 0.5 * self.lambda_ridge * np.sum(B**2)
                      + 0.5 * self.lambda_bbar * np.sum((B - mean) ** 2)
-                     + 0.5 * self.lambda_zbar * zbar_penalty(B != 0))
+                     + 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(B)))
 
     def intercepts(self, B: np.ndarray) -> np.ndarray:
         """The optimal (unpenalized) intercepts for B."""
@@ -177,23 +187,28 @@ class SparseProblem:
 
     def feasible(self, B: np.ndarray) -> bool:
         """||beta_k||_0 <= s for every task; for cs_* variants all tasks within one set of <= s
-        features; no excluded pair non-zero.
+        features; no excluded pair non-zero; the side constraints hold (bounds exactly; an included
+        pair counts in the support).
 
         A task may hold an exact zero on the common set (a refit can give one on
         degenerate data, and an excluded pair always does): the set, not each row's
         nonzeros, is what is shared.
         """
-        support = B != 0
-        if np.any(support & self.excluded):
+        if np.any((B != 0) & self.excluded):
+            return False
+        support = self.side.support(B)
+        if self.side.active and (self.side.violation(B) > 0
+                                 or not self.side.support_ok(self.indicators(B))):
             return False
         if self.common_support:
             return int(support.any(axis=0).sum()) <= self.s
         return bool(np.all(support.sum(axis=1) <= self.s))
 
     def indicators(self, B: np.ndarray) -> np.ndarray:
-        """The exact models' z at B: B != 0; for a shared support, every task's z on each shared
-        column (also where the task is excluded from it: its z is then the column's indicator)."""
-        support = B != 0
+        """The exact models' z at B: B != 0 or included; for a shared support, every task's z on
+        each shared column (also where the task is excluded from it: its z is then the column's
+        indicator)."""
+        support = self.side.support(B)
         if self.common_support:
             support[:] = support.any(axis=0)
         return support
@@ -309,7 +324,7 @@ class SparseProblem:
         """
         return self._keeping_design_caches(replace(
             self, ys=tuple(y / root for y in self.ys), y_means=self.y_means / root,
-            lambda_zbar=self.lambda_zbar / root / root))
+            lambda_zbar=self.lambda_zbar / root / root, side=self.side.scaled(root)))
 
     def _keeping_design_caches(self, other: "SparseProblem") -> "SparseProblem":
         """``other`` with this problem's cached quantities that depend on the designs only."""

@@ -1,0 +1,265 @@
+"""Built-in side constraints of the sparse model: what users know before they fit.
+
+A user states them by name (``Constraint``, or the same keys as a dict or an instance file's
+``[[constraints]]`` table); ``compile_constraints`` checks them against the data's task and
+feature names and turns them into ``SideConstraints``: arrays on the fitted scale that every
+solver reads.  Kinds (``KINDS``), each for the listed tasks (default: every task):
+
+- ``include`` / ``exclude``: the features are in / out of the task's support (z = 1 / beta = 0);
+- ``at_most`` / ``at_least``: at most / at least ``count`` of the features are in each task's
+  support;
+- ``nonnegative`` / ``nonpositive``: the sign of the coefficients;
+- ``bounds``: ``lower <= coefficient <= upper`` on the original scale of the features (a box
+  without 0 also puts the feature in the support);
+- ``shared_support``: the tasks (at least 2) select the same features (default: all features).
+
+A pair is "in the support" when its coefficient is non-zero or it is included
+(``SideConstraints.support``); an included coefficient may still be 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..errors import InvalidParameterError
+
+#: kind -> (required keys, optional keys) besides ``kind``.
+KINDS = {
+    "include": (("features",), ("tasks",)),
+    "exclude": (("features",), ("tasks",)),
+    "at_most": (("features", "count"), ("tasks",)),
+    "at_least": (("features", "count"), ("tasks",)),
+    "nonnegative": (("features",), ("tasks",)),
+    "nonpositive": (("features",), ("tasks",)),
+    "bounds": (("features",), ("tasks", "lower", "upper")),
+    "shared_support": (("tasks",), ("features",)),
+}
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One side constraint as the user states it (module docstring); features and tasks by name
+    (or 0-based index); ``tasks=None``: every task (``shared_support``: required)."""
+
+    kind: str
+    features: tuple | None = None
+    tasks: tuple | None = None
+    count: int | None = None
+    lower: float | None = None
+    upper: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise InvalidParameterError(
+                f"unknown constraint kind {self.kind!r}; valid: {', '.join(map(repr, KINDS))}.")
+        required, optional = KINDS[self.kind]
+        given = {key for key in ("features", "tasks", "count", "lower", "upper")
+                 if getattr(self, key) is not None}
+        missing = [key for key in required if key not in given]
+        extra = sorted(given - set(required) - set(optional))
+        if missing or extra:
+            raise InvalidParameterError(
+                f"a {self.kind!r} constraint takes {_listing(required, optional)}; "
+                + (f"missing {', '.join(missing)}" if missing else f"got also {', '.join(extra)}") + ".")
+        for key in ("features", "tasks"):
+            names = getattr(self, key)
+            if names is not None:
+                names = (names,) if isinstance(names, (str, int)) else tuple(names)
+                if not names or not all(isinstance(n, (str, int)) and not isinstance(n, bool)
+                                        for n in names):
+                    raise InvalidParameterError(
+                        f"{self.kind!r} constraint: {key} must be a non-empty list of names or "
+                        f"0-based indices; got {getattr(self, key)!r}.")
+                object.__setattr__(self, key, names)
+        if self.count is not None and (isinstance(self.count, bool) or not isinstance(self.count, (int, np.integer))
+                                       or self.count < 0):
+            raise InvalidParameterError(
+                f"{self.kind!r} constraint: count must be an int >= 0; got {self.count!r}.")
+        for key in ("lower", "upper"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or np.isnan(value)):
+                raise InvalidParameterError(
+                    f"'bounds' constraint: {key} must be a number (inf allowed); got {value!r}.")
+        if self.kind == "bounds":
+            lower, upper = self.box()
+            if not lower <= upper or lower == np.inf or upper == -np.inf:
+                raise InvalidParameterError(
+                    f"'bounds' constraint: needs lower <= upper, both finite or on the open side; "
+                    f"got lower={self.lower!r}, upper={self.upper!r}.")
+        if self.kind == "shared_support" and len(set(self.tasks)) < 2:
+            raise InvalidParameterError(
+                f"'shared_support' constraint: needs at least 2 tasks; got {self.tasks!r}.")
+
+    @classmethod
+    def from_dict(cls, entry: dict) -> "Constraint":
+        """A constraint from its dict form (``to_dict``; an instance file's table), strict keys."""
+        if not isinstance(entry, dict) or "kind" not in entry:
+            raise InvalidParameterError(
+                f"a constraint is a table with a 'kind' key ({', '.join(map(repr, KINDS))}); "
+                f"got {entry!r}.")
+        unknown = sorted(set(entry) - {"kind", "features", "tasks", "count", "lower", "upper"})
+        if unknown:
+            kind = entry["kind"]
+            keys = _listing(*KINDS[kind]) if kind in KINDS else "kind, features, tasks, count, lower, upper"
+            raise InvalidParameterError(
+                f"constraint {kind!r}: unknown key(s) {', '.join(map(repr, unknown))}; it takes {keys}.")
+        return cls(**entry)
+
+    def to_dict(self) -> dict:
+        """The JSON / TOML form: only the keys that are set."""
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key, value in vars(self).items() if value is not None}
+
+    def box(self) -> tuple[float, float]:
+        """(lower, upper) on the original scale this constraint puts on its coefficients."""
+        return {"nonnegative": (0.0, np.inf), "nonpositive": (-np.inf, 0.0),
+                "bounds": (-np.inf if self.lower is None else float(self.lower),
+                           np.inf if self.upper is None else float(self.upper))
+                }.get(self.kind, (-np.inf, np.inf))
+
+
+def as_constraints(constraints) -> tuple[Constraint, ...]:
+    """``constraints`` (None, or a list of ``Constraint`` or dicts) as a tuple of Constraint."""
+    if constraints is None:
+        return ()
+    if isinstance(constraints, (Constraint, dict)) or not hasattr(constraints, "__iter__"):
+        raise InvalidParameterError(
+            f"constraints must be a list of Constraint or dicts; got {type(constraints).__name__}.")
+    return tuple(c if isinstance(c, Constraint) else Constraint.from_dict(c) for c in constraints)
+
+
+@dataclass(frozen=True)
+class CountRow:
+    """at_least <= sum_{j in features} z_kj <= at_most for task k."""
+
+    task: int
+    features: tuple
+    at_least: int
+    at_most: int
+
+
+@dataclass(frozen=True)
+class SideConstraints:
+    """The compiled constraints on the fitted scale (K tasks, p features).
+
+    ``include`` (K, p) bool: z_kj = 1.  ``exclude``: beta_kj = 0 (the problem adds these pairs
+    to ``SparseProblem.excluded``, which every solver honours).  ``lower``, ``upper`` (K, p):
+    bounds on the fitted (standardized, then normalized) coefficients, +-inf where none.
+    ``counts``: one ``CountRow`` per task and at_most / at_least constraint.  ``shared``:
+    (tasks, features) pairs: z_kj equal over those tasks for those features.
+    """
+
+    include: np.ndarray
+    exclude: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    counts: tuple = ()
+    shared: tuple = ()
+    stated: tuple = field(default=(), compare=False)   # the Constraint records, for messages
+
+    @classmethod
+    def none(cls, shape) -> "SideConstraints":
+        return cls(np.zeros(shape, bool), np.zeros(shape, bool), np.full(shape, -np.inf),
+                   np.full(shape, np.inf))
+
+    @property
+    def active(self) -> bool:
+        """Whether any constraint is stated (an unconstrained problem skips every check)."""
+        return bool(self.stated)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether some coefficient has a finite bound (a sign or a box)."""
+        return bool(np.isfinite(self.lower).any() or np.isfinite(self.upper).any())
+
+    def scaled(self, factor: float) -> "SideConstraints":
+        """The same constraints on coefficients divided by ``factor`` (``SparseProblem.scaled``)."""
+        return replace(self, lower=self.lower / factor, upper=self.upper / factor)
+
+    def support(self, B: np.ndarray) -> np.ndarray:
+        """(K, p) bool: the pairs in the support at B, non-zero or included."""
+        return (B != 0) | self.include
+
+    def support_ok(self, support: np.ndarray) -> bool:
+        """Whether a (K, p) support (the exact models' z) satisfies include, the counts and the
+        shared supports (exclude is part of ``SparseProblem.excluded``, checked with it)."""
+        if np.any(self.include & ~support):
+            return False
+        for row in self.counts:
+            if not row.at_least <= support[row.task, list(row.features)].sum() <= row.at_most:
+                return False
+        return all(np.all(support[list(tasks)][:, list(features)] == support[tasks[0], list(features)])
+                   for tasks, features in self.shared)
+
+    def violation(self, B: np.ndarray) -> float:
+        """The largest amount by which B leaves its bounds (0 inside them)."""
+        return float(max(np.max(self.lower - B, initial=0.0), np.max(B - self.upper, initial=0.0)))
+
+
+def compile_constraints(constraints, task_names, feature_names, x_scale=None) -> SideConstraints:
+    """``constraints`` (``as_constraints``) as arrays for tasks ``task_names`` and features
+    ``feature_names``; ``x_scale`` (K, p): the features' scales in the fitted problem (the
+    standardization's, None: 1), which multiply the bounds.  Names are checked here: an
+    unknown task or feature is an InvalidParameterError that lists the valid ones."""
+    stated = as_constraints(constraints)
+    K, p = len(task_names), len(feature_names)
+    out = SideConstraints.none((K, p))
+    include, exclude, lower, upper = out.include, out.exclude, out.lower, out.upper
+    counts, shared = [], []
+    for c in stated:
+        tasks = _indices(c.tasks, list(map(str, task_names)), "task", c.kind)
+        features = _indices(c.features, list(map(str, feature_names)), "feature", c.kind)
+        if c.kind == "include":
+            include[np.ix_(tasks, features)] = True
+        elif c.kind == "exclude":
+            exclude[np.ix_(tasks, features)] = True
+        elif c.kind in ("at_most", "at_least"):
+            for k in tasks:
+                counts.append(CountRow(k, tuple(features), c.count if c.kind == "at_least" else 0,
+                                       c.count if c.kind == "at_most" else len(features)))
+        elif c.kind == "shared_support":
+            shared.append((tuple(tasks), tuple(features)))
+        else:
+            low, high = c.box()
+            box = np.ix_(tasks, features)
+            lower[box], upper[box] = np.maximum(lower[box], low), np.minimum(upper[box], high)
+    if np.any(lower > upper):
+        raise InvalidParameterError(
+            "the bounds and signs of some coefficients leave no value (lower > upper for "
+            f"{_pairs(lower > upper, task_names, feature_names)}); check the constraints.")
+    include |= (lower > 0) | (upper < 0)   # a box without 0 puts the pair in the support
+    if np.any(include & exclude):
+        raise InvalidParameterError(
+            f"constraints both include and exclude {_pairs(include & exclude, task_names, feature_names)}.")
+    if x_scale is not None:
+        lower, upper = lower * x_scale, upper * x_scale
+    return SideConstraints(include, exclude, lower, upper, tuple(counts), tuple(shared), stated)
+
+
+def _indices(names, valid: list, what: str, kind: str) -> list:
+    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them)."""
+    if names is None:
+        return list(range(len(valid)))
+    out = []
+    for name in names:
+        if isinstance(name, str) and name in valid:
+            out.append(valid.index(name))
+        elif isinstance(name, (int, np.integer)) and 0 <= name < len(valid):
+            out.append(int(name))
+        else:
+            raise InvalidParameterError(
+                f"{kind!r} constraint: unknown {what} {name!r}; {what}s: {', '.join(valid)}.")
+    if len(set(out)) != len(out):
+        raise InvalidParameterError(f"{kind!r} constraint: a {what} is listed twice in {list(names)!r}.")
+    return out
+
+
+def _pairs(mask, task_names, feature_names) -> str:
+    return ", ".join(f"({task_names[k]!s}, {feature_names[j]!s})" for k, j in zip(*np.nonzero(mask)))
+
+
+def _listing(required, optional) -> str:
+    return ", ".join(required) + (f" (optional: {', '.join(optional)})" if optional else "")
