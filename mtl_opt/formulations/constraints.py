@@ -179,6 +179,29 @@ class SideConstraints:
         """The same constraints on coefficients divided by ``factor`` (``SparseProblem.scaled``)."""
         return replace(self, lower=self.lower / factor, upper=self.upper / factor)
 
+    def restricted(self, columns) -> "SideConstraints":
+        """The constraints on the features ``columns`` (a subset, ``SparseProblem.restricted``): a
+        count or shared support keeps the features it has among them."""
+        columns = np.arange(self.include.shape[1])[columns]   # a mask or indices, as indices
+        new = {int(j): i for i, j in enumerate(columns)}
+
+        def kept(features):
+            return tuple(new[j] for j in features if j in new)
+        return replace(self, include=self.include[:, columns], exclude=self.exclude[:, columns],
+                       lower=self.lower[:, columns], upper=self.upper[:, columns],
+                       counts=tuple(replace(row, features=kept(row.features),
+                                            at_most=min(row.at_most, len(kept(row.features))))
+                                    for row in self.counts),
+                       shared=tuple((tasks, kept(features)) for tasks, features in self.shared))
+
+    def task(self, k: int) -> "SideConstraints":
+        """Task k's constraints alone (``SparseProblem.task``)."""
+        rows = slice(k, k + 1)
+        return replace(self, include=self.include[rows], exclude=self.exclude[rows],
+                       lower=self.lower[rows], upper=self.upper[rows],
+                       counts=tuple(replace(row, task=0) for row in self.counts if row.task == k),
+                       shared=())
+
     def support(self, B: np.ndarray) -> np.ndarray:
         """(K, p) bool: the pairs in the support at B, non-zero or included."""
         return (B != 0) | self.include

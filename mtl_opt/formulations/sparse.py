@@ -358,14 +358,15 @@ class SparseProblem:
     def restricted(self, columns: np.ndarray) -> "SparseProblem":
         """The same problem on a subset of the features (the others fixed at zero)."""
         return replace(self, Xs=tuple(X[:, columns] for X in self.Xs),
-                       x_means=self.x_means[:, columns], excluded=self.excluded[:, columns])
+                       x_means=self.x_means[:, columns], excluded=self.excluded[:, columns],
+                       side=self.side.restricted(columns))
 
     def task(self, k: int) -> "SparseProblem":
         """Task k alone (as a one-task problem of the same variant and hyperparameters)."""
         rows = slice(k, k + 1)
         return replace(self, Xs=self.Xs[rows], ys=self.ys[rows], x_means=self.x_means[rows],
                        y_means=self.y_means[rows], excluded=self.excluded[rows],
-                       task_names=self.task_names[rows])
+                       task_names=self.task_names[rows], side=self.side.task(k))
 
 
 def _top_eigenvalue(X: np.ndarray) -> float:
