@@ -224,3 +224,39 @@ def test_a_fit_builds_its_problem_once(wide, monkeypatch):
     assert len(built) == 1
     model.certify(wide, algorithm="oa_multi_tree", time_limit=1e-3)
     assert len(built) == 2
+
+
+def _exact_fit(variant, n, *, lambda_ridge=0.1, backend=None, seed=5):
+    """SparseMTL(algorithm="exact") on a K=2, p=6 problem with n rows per task, and the problem."""
+    problem, _ = random_problem(variant, seed, K=2, p=6, n=n, s=2)
+    problem = problem.with_params(lambda_ridge=lambda_ridge)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    model = SparseMTL(variant=variant, s=2, lambda_ridge=lambda_ridge, lambda_bbar=problem.lambda_bbar,
+                      lambda_zbar=problem.lambda_zbar, algorithm="exact", backend=backend,
+                      standardize=False, fit_intercept=False)
+    return model, data, problem
+
+
+@pytest.mark.parametrize("variant, n, backend, picked", [
+    ("l0l2", 5, None, "bnb"),               # n_k < p: no curvature to borrow, bnb certifies
+    ("zbar_l2", 5, None, "bnb"),
+    ("l0l2", 30, None, "oa_single_tree"),   # n_k > p: the cuts borrow mu_k
+    ("l0l2", 30, "highs", "oa_multi_tree"),  # the only exact path on HiGHS
+    ("bbar", 5, None, "oa_single_tree"),    # bnb does not model Bbar
+])
+def test_exact_runs_the_method_that_suits_the_problem_and_certifies_it(variant, n, backend, picked):
+    model, data, problem = _exact_fit(variant, n, backend=backend)
+    result = model.fit(data).result_
+    assert result.algorithm == picked
+    optimum = brute_force_optimum(problem)
+    assert result.status == "optimal"
+    assert result.lower_bound <= optimum * (1 + 1e-9) and optimum <= result.objective * (1 + 1e-9)
+
+
+def test_exact_refuses_before_any_work_with_every_method_s_reason(monkeypatch):
+    monkeypatch.setattr(bcd, "_descend", lambda *a, **k: pytest.fail("bcd ran before the refusal"))
+    model, data, _ = _exact_fit("l0l2", 5, lambda_ridge=0.0)   # n_k < p and no ridge: nothing proves
+    with pytest.raises(InvalidParameterError) as caught:
+        model.fit(data)
+    for name in ("bnb", "oa_single_tree", "oa_multi_tree", "miqp"):
+        assert f"{name}: " in str(caught.value)

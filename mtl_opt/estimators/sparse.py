@@ -18,7 +18,7 @@ from ..deadline import Deadline
 from ..solvers.method import final_status
 from ..solvers.oa import initial_master, miqp_model
 from ..solvers.options import SolveOptions
-from ..solvers.sparse_methods import METHODS, NAMES, resolve, run_exact
+from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
@@ -48,8 +48,11 @@ class SparseMTL(MTLEstimator):
         Maximum support size per task.
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
-    algorithm : {"bcd", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
-        A method of ``mtl_opt.solvers.sparse_methods.METHODS``.
+    algorithm : {"bcd", "exact", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
+        A method of ``mtl_opt.solvers.sparse_methods.METHODS``, or ``"exact"``: the certifying
+        method that suits the problem (``sparse_methods.choose``: bnb when some task has
+        n_k <= p, else single-tree OA, else the first that accepts the problem and backend;
+        ``result_.algorithm`` names the one that ran).
         ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
         no bound.  ``oa_multi_tree``: outer approximation started from the bcd
         answer, a MILP master re-solved between cuts (HiGHS by default, or SCIP);
@@ -162,9 +165,11 @@ class SparseMTL(MTLEstimator):
         return built if checked is data else self._problem(data)
 
     def _method(self, problem, algorithm, backend):
-        """The method ``algorithm`` names (``sparse_methods.resolve``), once it has said it can
-        run ``problem`` on ``backend``: every refusal comes here, before any work."""
-        return resolve(algorithm, backend).check(problem, backend)
+        """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
+        ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
+        on ``backend``: every refusal comes here, before any work."""
+        method = choose(problem, backend) if algorithm == "exact" else resolve(algorithm, backend)
+        return method.check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
@@ -189,18 +194,19 @@ class SparseMTL(MTLEstimator):
                             run_exact(method, problem, warm.estimate, options, deadline, self.backend),
                             method, self.backend, options)
 
-    def certify(self, data: MultiTaskData, *, algorithm: str = "oa", backend: str | None = None,
+    def certify(self, data: MultiTaskData, *, algorithm: str = "exact", backend: str | None = None,
                 time_limit: float | None = None, solver: str | None = None) -> FitResult:
         """Prove how good the fitted estimate is: run an exact method from it, update ``result_``.
 
         The exact method starts from the current estimate, so the objective can
-        only improve; afterwards ``result_.lower_bound`` is a proven bound.  ``algorithm`` and
+        only improve; afterwards ``result_.lower_bound`` is a proven bound.  The default
+        ``algorithm="exact"`` picks the method that suits the problem (``sparse_methods.choose``).  ``algorithm`` and
         ``backend`` are checked as ``fit`` would check them, before any work.  ``solver`` is
         the deprecated name of ``algorithm``.
         """
         self._check_is_fitted()
         if solver is not None:   # the old keyword, kept one release
-            if algorithm != "oa":
+            if algorithm != "exact":
                 raise InvalidParameterError(
                     f"certify: solver={solver!r} is the deprecated name of algorithm=; "
                     f"set only algorithm={algorithm!r}.")

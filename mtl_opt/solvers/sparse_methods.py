@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import __version__
 from ..deadline import Deadline
+from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from .backends import pick_backend
 from .bcd import cut_short, fit_bcd
@@ -83,8 +84,32 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "branch and bound, perspective-dual node bounds (no Bbar)",
            None, "smallest open node's perspective dual bound"),
 )}
-#: Names ``algorithm=`` accepts: the methods and the old spelling "oa".
-NAMES = (*METHODS, "oa")
+#: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spelling "oa".
+NAMES = (*METHODS, "exact", "oa")
+
+#: The order in which ``algorithm="exact"`` tries the certifying methods, by regime
+#: (BENCHMARKS.md, "Exact sparse solvers"): when some task lends no curvature (n_k <= its
+#: identifiable features, or p too wide to measure it), bnb is the path that certifies (the
+#: grid's hard rows, OKRidge's p = 1000, the sMTL simulation's l0l2 and cs_l2); otherwise the
+#: cuts borrow the curvature and single-tree OA on SCIP is the fastest, multi-tree OA the path
+#: on HiGHS, and the MIQP the one that models coefficient bounds.
+EXACT_ORDER = {"flat": ("bnb", "oa_single_tree", "oa_multi_tree", "miqp"),
+               "curved": ("oa_single_tree", "oa_multi_tree", "miqp", "bnb")}
+
+
+def choose(problem: SparseProblem, backend: str | None) -> Method:
+    """The certifying method ``algorithm="exact"`` runs on ``problem`` (``EXACT_ORDER``): the
+    first of its regime's order that accepts the problem on ``backend``; when none does, an
+    InvalidParameterError with each one's reason."""
+    regime = "flat" if np.any(problem.curvature <= 0) else "curved"
+    reasons = []
+    for name in EXACT_ORDER[regime]:
+        reason = METHODS[name].refusal(problem, backend)
+        if reason is None:
+            return METHODS[name]
+        reasons.append(f"{name}: {reason}")
+    raise InvalidParameterError("algorithm='exact' found no exact method for this problem:\n  "
+                                + "\n  ".join(reasons))
 
 
 def resolve(algorithm: str, backend: str | None) -> Method:
