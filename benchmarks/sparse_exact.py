@@ -18,7 +18,8 @@ the certified optimum.  Sections:
    issue's whole grid: p in {50, 100, 200, 500, 1000}, K in {2, 5}, s in {5, 10},
    n_k in {100, 500}, lambda_ridge in {1e-3, 1e-1}; ``--instance p,K,s,n_k,lambda_ridge``
    runs chosen rows, e.g. at a longer time limit; ``--variant l0l2`` or ``cs_l2``
-   drops the Zbar term, and ``--paths ... bnb`` adds our branch and bound);
+   drops the Zbar term, and ``--paths ... bnb`` adds our branch and bound, ``exact`` the path
+   ``SparseMTL(algorithm="exact")`` chooses, ``sparse_methods.choose``);
 2. agreement: the three paths' objectives on 10 instances with K=3, p=30, s=5;
 3. K = 1 against OKRidge (``pip install okridge``; skipped when missing): the
    same cardinality-constrained ridge problem (OKRidge's lambda2 = n lambda_ridge),
@@ -61,7 +62,7 @@ from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.oa import solve_miqp, solve_oa
 from mtl_opt.solvers.oa_scip import solve_oa_single_tree
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.solvers.sparse_methods import METHODS, run_exact
+from mtl_opt.solvers.sparse_methods import METHODS, choose, run_exact
 from mtl_opt.synthetic import _ar1_design, smtl_simulation
 
 PATHS = {
@@ -69,7 +70,9 @@ PATHS = {
     "oa-scip": solve_oa_single_tree,
     "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start),
 }
-GRID_PATHS = {**PATHS, "bnb": solve_bnb}
+GRID_PATHS = {**PATHS, "bnb": solve_bnb,
+              "exact": lambda problem, options, start: run_exact(   # SparseMTL(algorithm="exact")
+                  choose(problem, None), problem, start, options, Deadline(options.time_limit), None)}
 REL_GAP = 1e-4
 
 
@@ -192,7 +195,7 @@ def okridge_section(args):
     if BNBTree is None:
         print("\n## 3. K = 1 against OKRidge: skipped (pip install okridge)")
         return
-    ours = {"oa-highs": PATHS["oa-highs"], "oa-scip": PATHS["oa-scip"], "bnb": solve_bnb}
+    ours = {name: GRID_PATHS[name] for name in ("oa-highs", "oa-scip", "bnb", "exact")}
     print(f"\n## 3. K = 1 against OKRidge (n=500, rho=0.4, s=5, limit {args.time_limit:g} s)\n")
     print("| p | SNR | lambda2 | OKRidge s (gap_tol 1e-4) | its gap on F | OKRidge s (1e-4 on F) | "
           + " | ".join(f"{name} s" for name in ours) + " | best ours / OKRidge time (1e-4 on F) |")
