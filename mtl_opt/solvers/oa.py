@@ -212,10 +212,7 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     # (Ipopt) is off: the bounds come from its LP outer approximation anyway, and the Ipopt,
     # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
-    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
-    scip_options = exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
-        backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
-        **options.solver_options}))
+    scip_options = miqp_options(backend, options)
     run = backend.solve(model, "miqp", scip_options, deadline=deadline)
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
@@ -234,6 +231,15 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
             "big_m": big_m, "time": run.wall_time}]
     return SolverRun(best, upper, bound, stop, log,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
+
+
+def miqp_options(backend: Backend, options: SolveOptions) -> SolveOptions:
+    """``exact_options`` for a Big-M MIQP solve: a tenth of ``rel_gap``, rows as tight as that gap
+    needs and ``MIQP_SOLVER_OPTIONS`` (the user's solver_options still win)."""
+    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
+    return exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
+        backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
+        **options.solver_options}))
 
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
