@@ -151,13 +151,14 @@ class MTLEstimator:
         options = getattr(self, "solve_options", None) or SolveOptions()
         run = solve_spec(spec, options, Deadline(options.time_limit))
         shared = {"objective_name": run.native["objective_name"], "algorithm": "user_model",
+                  "objective": run.objective, "lower_bound": run.lower_bound,
+                  "status": final_status(run, options.rel_gap),
                   "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
                   "solver_version": run.native["solver_version"], "native": run.native,
                   "bound_source": f"dual bound of the edited model ({run.native['solver']})"}
         if run.estimate is None:   # infeasible, or stopped without a solution
             nan = np.full((data.n_tasks, data.n_features), np.nan)
-            return FitResult(method=self.method, coef=nan, intercept=nan[:, 0], objective=math.nan,
-                             lower_bound=None, status=final_status(run, options.rel_gap),
+            return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
                              task_names=list(data.task_names),
                              feature_names=list(data.feature_names), **shared)
         return dataclasses.replace(spec.finish(run, options), **shared)

@@ -32,6 +32,13 @@ from .backends import pick_backend
 from .method import SolverRun, stop_of
 from .oa import exact_options, miqp_options
 
+#: How many times ``solve_spec`` widens a Big-M box (``ModelSpec.widen``) and solves again when
+#: the edited model's solution lies above the level the box is proven for (once is the rule: the
+#: solution found stays feasible in the wider box, so the next one lies below the new level) or
+#: has no solution in the box (the user's rows may need larger coefficients).
+WIDENINGS = 4
+#: How much an infeasible boxed model's level grows per widening (M grows by its square root).
+WIDENING_FACTOR = 16.0
 #: Problem classes by (integer variables?, degree of the objective, degree of the rows); a degree
 #: of None is a nonlinear (not polynomial) expression.
 _MIXED = {"lp": "milp", "qp": "miqp", "qcp": "miqcp", "nlp": "nlp"}
@@ -51,7 +58,9 @@ class ModelSpec:
     there in float64; the model's own objective is ``objective_component``, in units of
     ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
     below which every solution lies in the model's variable bounds (a Big-M box), so the true
-    optimum is at least min(bound, bound_cap); ``finish(run, options)`` builds the FitResult.
+    optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
+    rewrites the box for every solution below ``level``; ``finish(run, options)`` builds the
+    FitResult.
     """
 
     model: pyo.ConcreteModel
@@ -65,6 +74,7 @@ class ModelSpec:
     finish: Callable[..., Any] = field(repr=False)
     objective_scale: float = 1.0
     bound_cap: float | None = None
+    widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     notes: str = ""
 
     def __post_init__(self):
@@ -102,12 +112,30 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                               f"spec.backend to one that can.") from exc
     tuned = (miqp_options if backend.name == "scip" else exact_options)(backend, options)
     out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
+    boxed = ours and spec.widen is not None
+    for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
+        if not boxed or out.status not in ("optimal", "gap_limit", "infeasible"):
+            break
+        if out.has_solution:
+            level = spec.objective(spec.decode(spec.model)) / spec.objective_scale
+            if level <= spec.bound_cap:
+                break
+        else:   # infeasible in the box: a solution may lie beyond it
+            level = WIDENING_FACTOR * spec.bound_cap
+        spec.widen(spec.model, level)
+        spec.bound_cap = level
+        out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
     native = {"solver": out.solver, "solver_version": out.solver_version,
               "backend_status": out.status, "problem_class": problem_class, **out.native,
               "objective_name": "the model's own objective" if ours
               else f"user objective {objective.name!r} (model scale)"}
     stop = stop_of(out.status)
     if not out.has_solution:
+        if out.status == "infeasible" and boxed:   # proven only inside the box: every solution
+            native["infeasible"] = (f"no solution with F / objective_scale <= {spec.bound_cap!r} "
+                                    f"(the level the widest box was proven for); beyond it "
+                                    f"nothing is proven")
+            return SolverRun(None, math.nan, None, "iteration_limit", [], native)
         return SolverRun(None, math.nan, None, "infeasible" if out.status == "infeasible"
                          else stop if stop != "converged" else "error", [], native)
     margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
