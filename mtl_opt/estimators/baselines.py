@@ -150,7 +150,7 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
                                      run.lower_bound, "")
 
     return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,
-                     objective=objective, finish=finish, objective_scale=root**2,
+                     objective=objective, finish=finish, objective_scale=root**2, y_scale=root,
                      notes=f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
                            f"near 1, "
                            f"solver tolerances are absolute); y_level = {levels.tolist()} (the "

@@ -285,7 +285,7 @@ class SparseMTL(MTLEstimator):
 
         return ModelSpec(
             model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
-            objective=problem.objective, finish=finish, objective_scale=root**2, widen=widen,
+            objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root, widen=widen,
             bound_cap=twin.objective(twin.refit(incumbent != 0)),
             notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
                    f"solver tolerances are absolute).  M = {box[0]:g} holds for "

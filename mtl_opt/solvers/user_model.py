@@ -55,7 +55,9 @@ class ModelSpec:
     estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
     parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
     model, on the fitted problem's scale; ``objective(estimate)`` is the estimator's objective
-    there in float64; the model's own objective is ``objective_component``, in units of
+    there in float64; ``y_scale``: what the model's y was divided by (coefficients are in units of
+    the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
+    need no conversion); the model's own objective is ``objective_component``, in units of
     ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
     below which every solution lies in the model's variable bounds (a Big-M box), so the true
     optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
@@ -73,6 +75,7 @@ class ModelSpec:
     objective: Callable[[Any], float] = field(repr=False)
     finish: Callable[..., Any] = field(repr=False)
     objective_scale: float = 1.0
+    y_scale: float = 1.0
     bound_cap: float | None = None
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     notes: str = ""

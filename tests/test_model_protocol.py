@@ -1,0 +1,204 @@
+"""The modeling API (``est.pyomo_model(data)``, ``est.fit(data, model=spec)``): user-edited models
+solved and certified, checked against independent enumerations and scipy on tiny instances."""
+
+from itertools import combinations, product
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+import scipy.optimize
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
+from mtl_opt.estimators.baselines import PerTaskOLS, PooledOLS
+from mtl_opt.estimators.molar_baselines import PerTaskLasso
+from mtl_opt.estimators.sparse import SparseMTL
+from mtl_opt.solvers.options import SolveOptions
+
+S, RIDGE = 2, 0.1
+
+
+def tiny(seed=0, K=2, n=12, p=5):
+    rng = np.random.default_rng(seed)
+    Xs = [rng.normal(size=(n, p)) for _ in range(K)]
+    truth = np.array([1.0, 0.0, 0.5, 0.0, 0.0])[:p]
+    return Xs, [X @ truth + 0.3 * rng.normal(size=n) for X in Xs]
+
+
+def constrained_optimum(Xs, ys, a, c):
+    """min F (l0l2, intercepts, lambda_ridge RIDGE) over supports of size <= S per task subject to
+    sum a * B >= c: an exact KKT solve of each support's QP with its one linear row."""
+    K, p = a.shape
+    Xc = [X - X.mean(axis=0) for X in Xs]
+    yc = [y - y.mean() for y in ys]
+    subsets = [S_ for size in range(S + 1) for S_ in combinations(range(p), size)]
+    best = np.inf
+    for supports in product(subsets, repeat=K):
+        blocks = [Xc[k][:, list(Sk)] for k, Sk in enumerate(supports)]
+        sizes = [b.shape[1] for b in blocks]
+        H = np.zeros((sum(sizes), sum(sizes)))
+        g = np.zeros(sum(sizes))
+        at = 0
+        for k, block in enumerate(blocks):
+            n = len(yc[k])
+            H[at:at + sizes[k], at:at + sizes[k]] = block.T @ block / n + RIDGE * np.eye(sizes[k])
+            g[at:at + sizes[k]] = block.T @ yc[k] / n
+            at += sizes[k]
+        row = np.concatenate([a[k, list(Sk)] for k, Sk in enumerate(supports)])
+        b = np.linalg.solve(H, g) if len(g) else g
+        if row @ b < c:
+            if not np.any(row):
+                continue
+            Hinv_a = np.linalg.solve(H, row)
+            b = b + (c - row @ b) / (row @ Hinv_a) * Hinv_a
+        value = 0.5 * b @ H @ b - g @ b + sum(y @ y / (2 * len(y)) for y in yc)
+        best = min(best, value)
+    return best
+
+
+def check_certificate(result, optimum):
+    """LB <= the enumerated optimum <= objective (to the feasibility tolerance), and "optimal"
+    only with a proven gap."""
+    assert result.lower_bound is not None
+    assert result.lower_bound <= optimum * (1 + 1e-7)
+    assert abs(result.objective - optimum) <= 1e-5 * optimum
+    if result.status == "optimal":
+        assert result.objective - result.lower_bound <= 1e-6 * result.objective * 1.0001
+
+
+@pytest.mark.parametrize("transform", ["none", "tiny", "shifted"])
+def test_sparse_user_row_across_tasks_matches_enumeration(transform):
+    Xs, ys = tiny()
+    ys = {"none": ys, "tiny": [1e-6 * y for y in ys], "shifted": [y + 1e9 for y in ys]}[transform]
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False,
+                    solve_options=SolveOptions(time_limit=30))
+    spec = est.pyomo_model(data)
+    assert {"beta", "z", "cardinality", "obj"} <= set(spec.components)
+    m = spec.model
+    m.user = pyo.Constraint(expr=m.beta[0, 3] - m.beta[1, 3] >= 0.5)
+    est.fit(data, model=spec)
+    result = est.result_
+    a = np.zeros((2, 5))
+    a[0, 3], a[1, 3] = 1.0, -1.0
+    optimum = constrained_optimum(Xs, ys, a, 0.5 * spec.y_scale)
+    check_certificate(result, optimum)
+    assert result.status in ("optimal", "gap_limit")
+    if transform == "none":
+        assert result.status == "optimal"
+    assert (result.coef[0, 3] - result.coef[1, 3]) / spec.y_scale >= 0.5 - 1e-6
+    assert np.count_nonzero(result.coef, axis=1).max() <= S
+    assert result.algorithm == "user_model" and result.backend == "scip"
+
+
+def test_sparse_row_beyond_the_big_m_box_widens_it():
+    """A row that forces a coefficient beyond the box M was proven for: no solution inside it,
+    and one outside lies above the box's level; the bound must still hold."""
+    Xs, ys = tiny(seed=1)
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False)
+    spec = est.pyomo_model(data)
+    big_m = max(v.ub for v in spec.model.beta.values())
+    spec.model.user = pyo.Constraint(expr=spec.model.beta[0, 4] >= 2 * big_m)
+    est.fit(data, model=spec)
+    a = np.zeros((2, 5))
+    a[0, 4] = 1.0
+    check_certificate(est.result_, constrained_optimum(Xs, ys, a, 2 * big_m * spec.y_scale))
+    assert est.result_.coef[0, 4] / spec.y_scale >= 2 * big_m * (1 - 1e-6)
+
+
+def ols_data(seed=2):
+    rng = np.random.default_rng(seed)
+    Xs = [rng.normal(size=(10, 4)) for _ in range(2)]
+    ys = [X @ np.array([1.0, -0.5, 0.0, 2.0]) + 3 + 0.2 * rng.normal(size=10) for X in Xs]
+    return Xs, ys
+
+
+def test_per_task_ols_spec_equals_lstsq_and_lsq_linear_with_a_bound():
+    Xs, ys = ols_data()
+    data = MultiTaskData(Xs, ys)
+    est = PerTaskOLS()
+    est.fit(data, model=est.pyomo_model(data))
+    for k, (X, y) in enumerate(zip(Xs, ys)):
+        A = np.column_stack([np.ones(len(y)), X])
+        exact = np.linalg.lstsq(A, y, rcond=None)[0]
+        assert np.allclose(est.result_.coef[k], exact[1:], atol=1e-6)
+        assert np.isclose(est.result_.intercept[k], exact[0], atol=1e-6)
+    assert est.result_.lower_bound <= PerTaskOLS().fit(data).result_.objective * (1 + 1e-12)
+
+    spec = est.pyomo_model(data)
+    spec.model.beta[0, 3].setub(1.0 / spec.y_scale)     # task 0's fourth coefficient <= 1
+    est.fit(data, model=spec)
+    A = np.column_stack([np.ones(10), Xs[0]])
+    bounded = scipy.optimize.lsq_linear(A, ys[0], bounds=([-np.inf] * 4 + [-np.inf],
+                                                          [np.inf] * 4 + [1.0]), tol=1e-12).x
+    assert np.allclose(est.result_.coef[0], bounded[1:], atol=1e-6)
+    optimum = np.sum((ys[0] - A @ bounded) ** 2) / 20 + PerTaskOLS().fit(
+        MultiTaskData(Xs[1:], ys[1:])).result_.objective
+    assert est.result_.lower_bound <= optimum <= est.result_.objective * (1 + 1e-9) + 1e-12
+    assert abs(est.result_.objective - optimum) <= 1e-8 * optimum
+
+
+def test_infeasible_user_rows_give_status_infeasible():
+    Xs, ys = ols_data()
+    data = MultiTaskData(Xs, ys)
+    est = PooledOLS()
+    spec = est.pyomo_model(data)
+    spec.model.low = pyo.Constraint(expr=spec.model.beta[0, 0] >= 1)
+    spec.model.high = pyo.Constraint(expr=spec.model.beta[1, 0] <= 0)   # pooled: the same beta
+    est.fit(data, model=spec)
+    assert est.result_.status == "infeasible"
+    assert np.isnan(est.result_.coef).all() and est.result_.lower_bound is None
+    assert est.result_.native["backend_status"] == "infeasible"
+
+
+def test_quadratic_row_on_highs_names_scip_and_scip_solves_it():
+    Xs, ys = ols_data()
+    data = MultiTaskData(Xs, ys)
+    est = PerTaskOLS()
+    spec = est.pyomo_model(data)
+    spec.model.ball = pyo.Constraint(expr=sum(spec.model.beta[0, j] ** 2 for j in range(4))
+                                     <= (1.0 / spec.y_scale) ** 2)
+    with pytest.raises(CapabilityError, match="scip"):
+        est.fit(data, model=spec)
+    spec.backend = "scip"
+    est.fit(data, model=spec)
+    assert np.linalg.norm(est.result_.coef[0]) <= 1 + 1e-5
+    # the ball binds: the unconstrained fit has |beta_0| ~ 2.5
+    assert np.linalg.norm(PerTaskOLS().fit(data).coef_[0]) > 2
+
+
+def test_user_objective_is_reported_as_such():
+    Xs, ys = ols_data()
+    data = MultiTaskData(Xs, ys)
+    est = PerTaskOLS()
+    spec = est.pyomo_model(data)
+    m = spec.model
+    m.obj.deactivate()
+    m.mine = pyo.Objective(expr=sum(m.resid[k, i] ** 2 for k, i in m.rows) + 10 * m.beta[0, 0] ** 2)
+    est.fit(data, model=spec)
+    assert "mine" in est.result_.objective_name
+    coef, intercept = est.result_.coef, est.result_.intercept
+    value = sum(np.sum((y - b - X @ c) ** 2) for X, y, c, b in zip(Xs, ys, coef, intercept))
+    value = value / spec.y_scale**2 + 10 * (coef[0, 0] / spec.y_scale) ** 2
+    assert abs(est.result_.objective - value) <= 1e-9 * value
+    assert abs(est.result_.objective - pyo.value(m.mine)) <= 1e-12 * value
+
+
+def test_spec_misuse_is_refused_with_the_fix():
+    Xs, ys = ols_data()
+    data = MultiTaskData(Xs, ys)
+    spec = PerTaskOLS().pyomo_model(data)
+    with pytest.raises(InvalidParameterError, match="PerTaskOLS"):
+        PooledOLS().fit(data, model=spec)
+    with pytest.raises(InvalidDataError, match="other data"):
+        PerTaskOLS().fit(MultiTaskData(Xs, [y + 1 for y in ys]), model=spec)
+    spec.model.second = pyo.Objective(expr=spec.model.beta[0, 0])
+    with pytest.raises(InvalidParameterError, match="active objectives"):
+        PerTaskOLS().fit(data, model=spec)
+    spec.model.del_component("second")
+    spec.model.del_component("beta")
+    with pytest.raises(InvalidParameterError):
+        PerTaskOLS().fit(data, model=spec)
+    with pytest.raises(InvalidParameterError, match="SparseMTL"):
+        PerTaskLasso().pyomo_model(data)
