@@ -11,6 +11,7 @@ import scipy.optimize
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
 from mtl_opt.estimators.baselines import PerTaskOLS, PooledOLS
+from mtl_opt.estimators.molar import MOLAR
 from mtl_opt.estimators.molar_baselines import PerTaskLasso
 from mtl_opt.estimators.sparse import SparseMTL
 from mtl_opt.solvers.options import SolveOptions
@@ -202,3 +203,38 @@ def test_spec_misuse_is_refused_with_the_fix():
         PerTaskOLS().fit(data, model=spec)
     with pytest.raises(InvalidParameterError, match="SparseMTL"):
         PerTaskLasso().pyomo_model(data)
+
+
+def test_molar_median_lp_with_a_bounded_center_matches_linprog():
+    rng = np.random.default_rng(3)
+    Xs = [rng.normal(size=(8 + 2 * m, 3)) for m in range(4)]
+    ys = [X @ np.array([1.0 + 0.3 * m, -1.0, 0.5]) + 0.1 * rng.normal(size=len(X)) + m
+          for m, X in enumerate(Xs)]
+    data = MultiTaskData(Xs, ys)
+    est = MOLAR(sigma=1.0, algorithm="lp")
+    spec = est.pyomo_model(data)
+    spec.model.z[1].setub(1.1 / spec.y_scale)             # the global coefficient of x0 <= 1.1
+    est.fit(data, model=spec)
+    local = np.array([np.linalg.lstsq(np.column_stack([np.ones(len(y)), X]), y, rcond=None)[0]
+                      for X, y in zip(Xs, ys)])            # (M, d): intercept, x0, x1, x2
+    w = np.array([len(y) for y in ys], dtype=float)        # n_m / sigma^2, sigma = 1
+    M, d = local.shape
+    # variables (z_k, dev_mk): min sum w_m dev_mk, dev >= |z_k - b_mk|, z_1 <= 1.1
+    cost = np.concatenate([np.zeros(d), np.repeat(w, d)])
+    rows, rhs = [], []
+    for m in range(M):
+        for k in range(d):
+            for sign in (1.0, -1.0):                       # sign (z_k - b_mk) - dev_mk <= 0
+                row = np.zeros(d + M * d)
+                row[k], row[d + m * d + k] = sign, -1.0
+                rows.append(row)
+                rhs.append(sign * local[m, k])
+    bounds = [(None, None)] * d + [(0, None)] * (M * d)
+    bounds[1] = (None, 1.1)
+    lp = scipy.optimize.linprog(cost, A_ub=np.array(rows), b_ub=rhs, bounds=bounds, method="highs")
+    assert lp.status == 0
+    result = est.result_
+    assert est.global_coef_[0] <= 1.1 + 1e-7
+    assert np.median(local[:, 1]) > 1.2                    # the bound binds
+    assert abs(result.objective - lp.fun) <= 1e-7 * lp.fun
+    assert result.lower_bound <= lp.fun * (1 + 1e-12) and result.status == "optimal"

@@ -155,7 +155,7 @@ class MTLEstimator:
                   "status": final_status(run, options.rel_gap),
                   "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
                   "solver_version": run.native["solver_version"], "native": run.native,
-                  "bound_source": f"dual bound of the edited model ({run.native['solver']})"}
+                  "bound_source": run.native["bound"]}
         if run.estimate is None:   # infeasible, or stopped without a solution
             nan = np.full((data.n_tasks, data.n_features), np.nan)
             return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],

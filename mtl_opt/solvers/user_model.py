@@ -130,6 +130,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
     native = {"solver": out.solver, "solver_version": out.solver_version,
               "backend_status": out.status, "problem_class": problem_class, **out.native,
+              "bound": f"{out.solver}'s dual bound of the edited model, lowered by its "
+                       f"dual-tolerance margin" + (", capped at the Big-M box's level" if boxed else ""),
               "objective_name": "the model's own objective" if ours
               else f"user objective {objective.name!r} (model scale)"}
     stop = stop_of(out.status)
