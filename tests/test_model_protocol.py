@@ -10,6 +10,7 @@ import scipy.optimize
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
+from mtl_opt.estimators.armul import ARMUL
 from mtl_opt.estimators.baselines import PerTaskOLS, PooledOLS
 from mtl_opt.estimators.molar import MOLAR
 from mtl_opt.estimators.molar_baselines import PerTaskLasso
@@ -238,3 +239,34 @@ def test_molar_median_lp_with_a_bounded_center_matches_linprog():
     assert np.median(local[:, 1]) > 1.2                    # the bound binds
     assert abs(result.objective - lp.fun) <= 1e-7 * lp.fun
     assert result.lower_bound <= lp.fun * (1 + 1e-12) and result.status == "optimal"
+
+
+def test_armul_vanilla_with_a_fixed_center_coordinate_matches_scipy():
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(10, 2)) for _ in range(3)]
+    ys = [X @ np.array([1 + 0.2 * j, -0.5]) + 0.2 * rng.normal(size=10) for j, X in enumerate(Xs)]
+    data = MultiTaskData(Xs, ys)
+    c = 0.1   # no task at the center: the cones stay smooth for SLSQP
+    est = ARMUL("vanilla", c=c, standardize=False)
+    spec = est.pyomo_model(data)
+    spec.model.center[1].fix(0.5 / spec.y_scale)          # the center's x0 coefficient is 0.5
+    est.fit(data, model=spec)
+    result = est.result_
+    assert abs(est.center_[0] - 0.5) <= 1e-9
+
+    # sum_j 1/2 ||y_j - A_j theta_j||^2 + c sqrt(d n_j) ||theta_j - center||, smooth here
+    As = [np.column_stack([np.ones(10), X]) for X in Xs]
+
+    def objective(v):
+        theta, center = v[:9].reshape(3, 3), np.array([v[9], 0.5, v[10]])
+        return sum(0.5 * np.sum((y - A @ th) ** 2) + c * np.sqrt(3 * 10) * np.linalg.norm(th - center)
+                   for A, y, th in zip(As, ys, theta))
+
+    start = np.concatenate([np.ravel([np.linalg.lstsq(A, y, rcond=None)[0] for A, y in zip(As, ys)]),
+                            [0.0, -0.5]])
+    best = scipy.optimize.minimize(objective, start, method="BFGS", options={"gtol": 1e-10})
+    assert np.linalg.norm(best.jac) < 1e-6
+    assert abs(result.objective - best.fun) <= 1e-6 * best.fun
+    assert result.lower_bound <= best.fun * (1 + 1e-7)
+    # the fixed coordinate binds: the unconstrained center is far from 0.5
+    assert abs(ARMUL("vanilla", c=c, standardize=False).fit(data).center_[0] - 0.5) > 0.3

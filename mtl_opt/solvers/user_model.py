@@ -115,9 +115,9 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                               f"spec.backend to one that can.") from exc
     tuned = (miqp_options if backend.name == "scip" else exact_options)(backend, options)
     out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
-    boxed = ours and spec.widen is not None
+    boxed = ours and spec.bound_cap is not None
     for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
-        if not boxed or out.status not in ("optimal", "gap_limit", "infeasible"):
+        if not boxed or spec.widen is None or out.status not in ("optimal", "gap_limit", "infeasible"):
             break
         if out.has_solution:
             level = spec.objective(spec.decode(spec.model)) / spec.objective_scale
