@@ -222,7 +222,8 @@ class SparseMTL(MTLEstimator):
 
         ``kind="miqp"``: the Big-M MIQP (M from the bcd answer); ``"master"``:
         the outer-approximation master with its initial cuts.  Both are on the
-        standardized data when ``standardize`` is set.
+        standardized data when ``standardize`` is set.  To solve an edited model and get a
+        certified FitResult back, use ``pyomo_model`` and ``fit(data, model=spec)``.
         """
         self._check_params()
         if kind not in ("miqp", "master"):

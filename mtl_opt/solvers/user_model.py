@@ -101,8 +101,12 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
     """Solve the (edited) ``spec.model`` on ``spec.backend``: the run on the fitted scale.
 
     ``native``: ``objective_name`` (the model's own objective, or the user's by name), the
-    backend's ``status`` and its own figures; an infeasible model is the stop ``infeasible``
-    with no estimate (None), as is a run that stopped without a solution.
+    backend's status (``backend_status``, and its native ``status``), ``bound`` (the bound's
+    source).  No solution: no estimate (None) and stop ``infeasible`` when the backend proved
+    it, else the budget that ran out; a model with a Big-M box (``bound_cap``) proven
+    infeasible only inside its widest box stops ``iteration_limit`` (beyond the box nothing is
+    proven).  A model with a box that offers ``widen`` is widened and solved again when its
+    solution lies above the box's level or it has none inside (``WIDENINGS``).
     """
     objective = _active_objective(spec.model)
     ours = objective is spec.objective_component
