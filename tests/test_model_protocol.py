@@ -270,3 +270,20 @@ def test_armul_vanilla_with_a_fixed_center_coordinate_matches_scipy():
     assert result.lower_bound <= best.fun * (1 + 1e-7)
     # the fixed coordinate binds: the unconstrained center is far from 0.5
     assert abs(ARMUL("vanilla", c=c, standardize=False).fit(data).center_[0] - 0.5) > 0.3
+
+
+def test_sparse_contradiction_is_not_called_infeasible_beyond_the_box():
+    """Inside a Big-M box infeasibility is proven only for solutions below the box's level: the
+    run widens the box, then reports what it proved (no estimate, no 'infeasible', no crash)."""
+    Xs, ys = tiny()
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False)
+    spec = est.pyomo_model(data)
+    level = spec.bound_cap
+    spec.model.up = pyo.Constraint(expr=spec.model.beta[0, 0] >= 1)
+    spec.model.down = pyo.Constraint(expr=spec.model.beta[0, 0] <= 0)
+    est.fit(data, model=spec)
+    assert est.result_.status == "iteration_limit" and np.isnan(est.result_.coef).all()
+    assert est.result_.native["backend_status"] == "infeasible"
+    assert spec.bound_cap == level * 16.0**4                # widened WIDENINGS times
+    assert "beyond it nothing is proven" in est.result_.native["infeasible"]
