@@ -8,14 +8,14 @@ import numpy as np
 
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
-from ..formulations.sparse import VARIANTS, SparseProblem, coefficient_bound
+from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
 from ..result import FitResult
 from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
 from ..solvers.method import final_status
-from ..solvers.oa import initial_master, miqp_model
+from ..solvers.oa import initial_master, miqp_model, widen_miqp_box
 from ..solvers.options import SolveOptions
 from ..solvers.sparse_methods import METHODS, NAMES, normalizing_root, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
@@ -266,30 +266,17 @@ class SparseMTL(MTLEstimator):
                        for name in ("beta", "z"))
             return np.where(z > 0.5, beta, 0.0) * root
 
-        def widen(solved, level):
-            old, big_m = box[0], coefficient_bound(twin, level)
-            for (k, j), beta in solved.beta.items():
-                solved.upper[k, j].set_value(beta <= big_m * solved.z[k, j])
-                solved.lower[k, j].set_value(beta >= -big_m * solved.z[k, j])
-                if beta.ub == old:   # a bound of the user's own stays
-                    beta.setub(big_m)
-                if beta.lb == -old:
-                    beta.setlb(-big_m)
-            solved.largest_bound = max(solved.largest_bound, big_m)
-            box[0] = big_m
-
-        box = [max(v.ub for v in model.beta.values())]
-
         def finish(run, options):
             self.n_iter_ = n_iter_
             return self._result(problem, scaler, std_data, run, METHODS["miqp"], "scip", options)
 
         return ModelSpec(
             model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
-            objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root, widen=widen,
+            objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root,
+            widen=lambda solved, level: widen_miqp_box(solved, twin, level),
             bound_cap=twin.objective(twin.refit(incumbent != 0)),
             notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
-                   f"solver tolerances are absolute).  M = {box[0]:g} holds for "
+                   f"solver tolerances are absolute).  M = {model.big_m:g} holds for "
                    f"every solution with F / y_scale^2 <= F(bcd answer) / y_scale^2; with your "
                    f"constraints, a solution above that level widens the box (M for its level) "
                    f"and the model is solved again; the bound reported is at most the level the "

@@ -243,9 +243,28 @@ def miqp_options(backend: Backend, options: SolveOptions) -> SolveOptions:
 
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
-    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at least as good."""
+    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at
+    least as good (kept as ``model.big_m``)."""
     upper = problem.objective(problem.refit(incumbent != 0))
-    return build_miqp(problem, _proven_big_m(problem, upper), perspective)
+    model = build_miqp(problem, _proven_big_m(problem, upper), perspective)
+    model.big_m = max(v.ub for v in model.beta.values())
+    return model
+
+
+def widen_miqp_box(model: pyo.ConcreteModel, problem: SparseProblem, level: float) -> None:
+    """Rewrite the box of ``miqp_model``'s ``model`` (maybe edited) for every solution with
+    F <= ``level``: its rows ``upper``, ``lower`` and the beta bounds at the old M (a bound of the
+    user's own stays)."""
+    old, big_m = model.big_m, coefficient_bound(problem, level)
+    for (k, j), beta in model.beta.items():
+        model.upper[k, j].set_value(beta <= big_m * model.z[k, j])
+        model.lower[k, j].set_value(beta >= -big_m * model.z[k, j])
+        if beta.ub == old:
+            beta.setub(big_m)
+        if beta.lb == -old:
+            beta.setlb(-big_m)
+    model.big_m = big_m
+    model.largest_bound = max(model.largest_bound, big_m)
 
 
 def _proven_big_m(problem, upper):
