@@ -193,6 +193,8 @@ def test_spec_misuse_is_refused_with_the_fix():
     spec = PerTaskOLS().pyomo_model(data)
     with pytest.raises(InvalidParameterError, match="PerTaskOLS"):
         PooledOLS().fit(data, model=spec)
+    with pytest.raises(InvalidParameterError, match="fit_intercept"):
+        PerTaskOLS(fit_intercept=False).fit(data, model=spec)
     with pytest.raises(InvalidDataError, match="other data"):
         PerTaskOLS().fit(MultiTaskData(Xs, [y + 1 for y in ys]), model=spec)
     spec.model.second = pyo.Objective(expr=spec.model.beta[0, 0])

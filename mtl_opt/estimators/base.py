@@ -121,11 +121,13 @@ class MTLEstimator:
         raise NotImplementedError
 
     def _spec_key(self, data: MultiTaskData) -> tuple[tuple, tuple]:
-        """What ties a ModelSpec to its estimator (class, parameters) and to its data."""
+        """What ties a ModelSpec to its estimator (class, parameters but the solve options, which
+        the model does not depend on) and to its data."""
         digest = hashlib.sha1()
         for array in (*data.Xs, *data.ys):
             digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
-        return ((type(self).__name__, repr(self.get_params())),
+        params = {k: v for k, v in self.get_params().items() if k != "solve_options"}
+        return ((type(self).__name__, repr(params)),
                 (tuple(X.shape for X in data.Xs), digest.hexdigest()))
 
     def _check_spec(self, spec, data: MultiTaskData) -> None:
