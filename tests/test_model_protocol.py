@@ -243,31 +243,51 @@ def test_molar_median_lp_with_a_bounded_center_matches_linprog():
     assert result.lower_bound <= lp.fun * (1 + 1e-12) and result.status == "optimal"
 
 
-def test_armul_vanilla_with_a_fixed_center_coordinate_matches_scipy():
+def armul_tasks():
     rng = np.random.default_rng(4)
     Xs = [rng.normal(size=(10, 2)) for _ in range(3)]
     ys = [X @ np.array([1 + 0.2 * j, -0.5]) + 0.2 * rng.normal(size=10) for j, X in enumerate(Xs)]
+    return Xs, ys
+
+
+def armul_group_optimum(Xs, ys, c, fixed=None):
+    """min sum_j 1/2 ||y_j - A_j theta_j||^2 + c sqrt(d n_j) ||theta_j - center|| over the tasks
+    given (A_j = [1, X_j], d = 3), by BFGS (smooth: no task sits at the center here); ``fixed``:
+    (coordinate, value) of the center held fixed."""
+    As = [np.column_stack([np.ones(len(X)), X]) for X in Xs]
+    m = len(As)
+
+    def center_of(v):
+        free = list(v[3 * m:])
+        if fixed is not None:
+            free.insert(fixed[0], fixed[1])
+        return np.array(free)
+
+    def objective(v):
+        theta, center = v[:3 * m].reshape(m, 3), center_of(v)
+        return sum(0.5 * np.sum((y - A @ th) ** 2)
+                   + c * np.sqrt(3 * len(y)) * np.linalg.norm(th - center)
+                   for A, y, th in zip(As, ys, theta))
+
+    local = np.array([np.linalg.lstsq(A, y, rcond=None)[0] for A, y in zip(As, ys)])
+    start = local.mean(axis=0) if fixed is None else np.delete(local.mean(axis=0), fixed[0])
+    best = scipy.optimize.minimize(objective, np.concatenate([local.ravel(), start]),
+                                   method="BFGS", options={"gtol": 1e-10})
+    assert np.linalg.norm(best.jac) < 1e-6
+    return best
+
+
+def test_armul_vanilla_with_a_fixed_center_coordinate_matches_scipy():
+    Xs, ys = armul_tasks()
     data = MultiTaskData(Xs, ys)
-    c = 0.1   # no task at the center: the cones stay smooth for SLSQP
+    c = 0.1   # no task at the center: the objective stays smooth for BFGS
     est = ARMUL("vanilla", c=c, standardize=False)
     spec = est.pyomo_model(data)
     spec.model.center[1].fix(0.5 / spec.y_scale)          # the center's x0 coefficient is 0.5
     est.fit(data, model=spec)
     result = est.result_
     assert abs(est.center_[0] - 0.5) <= 1e-9
-
-    # sum_j 1/2 ||y_j - A_j theta_j||^2 + c sqrt(d n_j) ||theta_j - center||, smooth here
-    As = [np.column_stack([np.ones(10), X]) for X in Xs]
-
-    def objective(v):
-        theta, center = v[:9].reshape(3, 3), np.array([v[9], 0.5, v[10]])
-        return sum(0.5 * np.sum((y - A @ th) ** 2) + c * np.sqrt(3 * 10) * np.linalg.norm(th - center)
-                   for A, y, th in zip(As, ys, theta))
-
-    start = np.concatenate([np.ravel([np.linalg.lstsq(A, y, rcond=None)[0] for A, y in zip(As, ys)]),
-                            [0.0, -0.5]])
-    best = scipy.optimize.minimize(objective, start, method="BFGS", options={"gtol": 1e-10})
-    assert np.linalg.norm(best.jac) < 1e-6
+    best = armul_group_optimum(Xs, ys, c, fixed=(1, 0.5))
     assert abs(result.objective - best.fun) <= 1e-6 * best.fun
     assert result.lower_bound <= best.fun * (1 + 1e-7)
     # the fixed coordinate binds: the unconstrained center is far from 0.5
@@ -289,3 +309,25 @@ def test_sparse_contradiction_is_not_called_infeasible_beyond_the_box():
     assert est.result_.native["backend_status"] == "infeasible"
     assert spec.bound_cap == level * 16.0**4                # widened WIDENINGS times
     assert "beyond it nothing is proven" in est.result_.native["infeasible"]
+
+
+def test_armul_clustered_with_two_tasks_kept_apart_matches_the_partitions():
+    Xs, ys = armul_tasks()
+    data = MultiTaskData(Xs, ys)
+    c = 0.1
+    est = ARMUL("clustered", n_components=2, c=c, standardize=False)
+    spec = est.pyomo_model(data)
+    spec.model.apart = pyo.Constraint(expr=spec.model.assign[1, 0] == 0)   # task 0 is in cluster 0
+    est.fit(data, model=spec)
+    # the partitions with tasks 0 and 1 apart: {0, 2} {1} and {0} {1, 2}; a lone task costs its
+    # RSS / 2.  Unconstrained, the exact fit puts 0 and 1 together: the row binds.
+    def lone(j):
+        A = np.column_stack([np.ones(10), Xs[j]])
+        return 0.5 * np.sum((ys[j] - A @ np.linalg.lstsq(A, ys[j], rcond=None)[0]) ** 2)
+    optimum = min(armul_group_optimum(Xs[::2], ys[::2], c).fun + lone(1),
+                  lone(0) + armul_group_optimum(Xs[1:], ys[1:], c).fun)
+    assert est.labels_[0] != est.labels_[1]
+    free = ARMUL("clustered", n_components=2, c=c, standardize=False, algorithm="exact").fit(data)
+    assert free.labels_[0] == free.labels_[1] and free.result_.objective < optimum * (1 - 1e-3)
+    assert abs(est.result_.objective - optimum) <= 1e-6 * optimum
+    assert est.result_.lower_bound <= optimum * (1 + 1e-7)
