@@ -7,12 +7,13 @@ model=spec)`` solves it with ``solve_spec`` (the one route back) and reports a u
 
 The objective reported: while the model's own objective (``spec.objective_component``) is the
 active one, the estimator's objective recomputed in float64 at the decoded estimate, on the
-fitted problem's scale; if the user replaced it (exactly one other active objective), its
+scale the estimator reports it; if the user replaced it (exactly one other active objective), its
 ``pyo.value`` at the solution, on the model's scale.  The bound: the backend's dual bound of the
 edited model, lowered by the margin its dual-feasibility tolerance allows
 (``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
 with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
-``ModelSpec``), then mapped back to the fitted scale (times ``objective_scale``, a power of 4).
+``ModelSpec``), then mapped to the reported scale (times ``objective_scale``: a power of 4 for
+SparseMTL, the OLS baselines and MOLAR, so exactly).
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ from .oa import exact_options, miqp_options
 WIDENINGS = 4
 #: How much an infeasible boxed model's level grows per widening (M grows by its square root).
 WIDENING_FACTOR = 16.0
-#: Problem classes by (integer variables?, degree of the objective, degree of the rows); a degree
-#: of None is a nonlinear (not polynomial) expression.
+#: A continuous problem class -> its class with integer variables.
 _MIXED = {"lp": "milp", "qp": "miqp", "qcp": "miqcp", "nlp": "nlp"}
 
 
@@ -54,8 +54,8 @@ class ModelSpec:
     name -> what it is, in which units (``describe()`` prints them).  The rest is the
     estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
     parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
-    model, on the fitted problem's scale; ``objective(estimate)`` is the estimator's objective
-    there in float64; ``y_scale``: what the model's y was divided by (coefficients are in units of
+    model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
+    it; ``y_scale``: what the model's y was divided by (coefficients are in units of
     the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
     need no conversion); the model's own objective is ``objective_component``, in units of
     ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
