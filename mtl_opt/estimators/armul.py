@@ -20,6 +20,8 @@ from ..identifiability import constant_columns, unidentified_mask
 from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_methods import METHODS, StructuredProblem
+from ..solvers.armul_scip import read_solution
+from ..solvers.user_model import ModelSpec
 from ..solvers.method import SolverRun, final_status, lookup
 from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
@@ -281,6 +283,55 @@ class ARMUL(GLMTasks):
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter)
         return self._finish(data, run, options, method.name, method.backend_for(self.backend))
+
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        """The SCIP model behind ``algorithm="exact"`` (``formulations.armul``: vanilla convex, or
+        clustered with binary assignments), on the solver's scale (``ResponseScale``)."""
+        if self.structure not in ("vanilla", "clustered"):
+            raise InvalidParameterError(
+                f"ARMUL(structure={self.structure!r}) has no optimization model to edit; "
+                f"structure='vanilla' and 'clustered' have one.")
+        problem = self._problem(data, self.c)
+        scale = self._response_scale
+        vanilla = self.structure == "vanilla"
+        model = (formulation.build_vanilla_model(problem) if vanilla
+                 else formulation.build_clustered_model(problem, self.n_components))
+        at_zero = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
+        # ``dual_bound_margin``: the rows SCIP derives from the objective reach its value at 0
+        model.largest_bound = max(at_zero, float(np.max(np.abs(problem.y))))
+        columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
+        units = (f"(coefficient{' - y_level in column 0' if scale.level else ''}) / "
+                 f"{scale.factor:.6g} (y_scale)" + (", standardized features" if self.standardize else ""))
+        named = {
+            "J": f"task indices 0..{problem.m - 1} ({', '.join(map(str, data.task_names))})",
+            "K": f"coefficient indices 0..{problem.d - 1} ({', '.join(columns)})",
+            "theta": f"theta[j, k]: task j's {units}",
+            "center": f"center[k]: the shared center, same units",
+            "centers": f"centers[g, k]: cluster g's center, same units; |.| <= R (a box)",
+            "assign": "assign[j, g]: binary, 1 when task j is in cluster g",
+            "dist": "dist[j] >= distance of task j to its center (rows cone)",
+            "score": "score[j, i] = x_ji . theta_j (rows score_def)",
+            "obj": f"the ARMUL objective / y_scale^2 ({self.loss} loss)",
+        }
+        components = {name: text for name, text in named.items() if model.component(name) is not None}
+
+        def finish(run, options):
+            theta, centers, extra = run.estimate
+            estimate = prox.ProxRun(theta, centers, run.objective, run.lower_bound, run.stop, 0,
+                                    [], extra)
+            return self._finish(data, replace(run, estimate=estimate), options, "user_model", "scip")
+
+        return ModelSpec(
+            model, "scip", "qcp" if vanilla else "miqcp", components, *self._spec_key(data),
+            decode=lambda solved: read_solution(solved, problem, self.structure),
+            objective=lambda estimate: scale.value(problem.objective(*estimate[:2])), finish=finish,
+            objective_scale=scale.value(1.0), bound_cap=None if vanilla else at_zero,
+            y_scale=scale.factor,
+            notes=f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
+                  f"(y - y_level) / y_scale; the model's own objective is reported on the data's "
+                  f"scale (times y_scale^2), a replaced one on the model's."
+                  + ("" if vanilla else "  The box R holds every solution with objective <= its "
+                     "value at 0, so the bound reported is at most that level."))
 
     def _finish(self, data, solved: SolverRun, options, algorithm, backend) -> FitResult:
         run, extra = self._restored(solved.estimate), {}

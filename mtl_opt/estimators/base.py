@@ -8,7 +8,10 @@ ending in ``_``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import inspect
+import math
 import time
 
 import numpy as np
@@ -17,7 +20,11 @@ from ..data import MultiTaskData, _to_float_array
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
 from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
+from ..deadline import Deadline
 from ..result import FitResult
+from ..solvers.method import final_status
+from ..solvers.options import SolveOptions
+from ..solvers.user_model import ModelSpec, solve_spec
 
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
 
@@ -78,18 +85,85 @@ class MTLEstimator:
     #: Whether ``fit(data, init=...)`` uses a previous FitResult as a warm start.
     supports_warm_start: bool = False
 
-    def fit(self, data: MultiTaskData, *, init: FitResult | None = None) -> "MTLEstimator":
+    def fit(self, data: MultiTaskData, *, init: FitResult | None = None,
+            model: ModelSpec | None = None) -> "MTLEstimator":
         """Fit on ``data`` and return ``self``; the estimate and its certificate are in ``result_``.
 
         ``init`` is a previous result on the same tasks and features, used as a
-        warm start by estimators with ``supports_warm_start`` (ignored by others).
+        warm start by estimators with ``supports_warm_start`` (ignored by others).  ``model``:
+        a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited, solved instead of the
+        estimator's own algorithm (``mtl_opt.solvers.user_model``).
         """
         self.check(data)
+        if model is not None:
+            self._check_spec(model, data)
         start = time.perf_counter()
-        result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
+        if model is not None:
+            result = self._fit_spec(model, data)
+        else:
+            result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
         result.wall_time = time.perf_counter() - start
         self._adopt(result, data)
         return self
+
+    def pyomo_model(self, data: MultiTaskData) -> ModelSpec:
+        """The estimator's optimization model on ``data``, to edit with Pyomo and solve with
+        ``fit(data, model=spec)``: a ``ModelSpec`` (``print(spec)`` lists its components)."""
+        self.check(data)
+        if type(self)._model_spec is MTLEstimator._model_spec:
+            raise InvalidParameterError(
+                f"{type(self).__name__} has no optimization model to edit; these have one: "
+                f"{', '.join(sorted(_with_models(MTLEstimator)))}.")
+        return self._model_spec(data)
+
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        """The ModelSpec of ``data`` (checked): how to build the model and decode its estimate."""
+        raise NotImplementedError
+
+    def _spec_key(self, data: MultiTaskData) -> tuple[tuple, tuple]:
+        """What ties a ModelSpec to its estimator (class, parameters but the solve options, which
+        the model does not depend on) and to its data."""
+        digest = hashlib.sha1()
+        for array in (*data.Xs, *data.ys):
+            digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
+        params = {k: v for k, v in self.get_params().items() if k != "solve_options"}
+        return ((type(self).__name__, repr(params)),
+                (tuple(X.shape for X in data.Xs), digest.hexdigest()))
+
+    def _check_spec(self, spec, data: MultiTaskData) -> None:
+        if type(self)._model_spec is MTLEstimator._model_spec:
+            self.pyomo_model(data)   # raises: no model
+        if not isinstance(spec, ModelSpec):
+            raise InvalidParameterError(
+                f"fit(model=...) takes the ModelSpec of {type(self).__name__}.pyomo_model(data); "
+                f"got {type(spec).__name__}.")
+        estimator, data_key = self._spec_key(data)
+        if spec.estimator != estimator:
+            raise InvalidParameterError(
+                f"this ModelSpec was built by {spec.estimator[0]} with parameters "
+                f"{spec.estimator[1]}, not by this {estimator[0]} with {estimator[1]}; build it "
+                f"with this estimator's pyomo_model(data).")
+        if spec.data_key != data_key:
+            raise InvalidDataError(
+                f"this ModelSpec was built on other data (design shapes {spec.data_key[0]}; "
+                f"these are {data_key[0]}); build it from this data with pyomo_model(data).")
+
+    def _fit_spec(self, spec: ModelSpec, data: MultiTaskData) -> FitResult:
+        """The FitResult of the edited ``spec.model``, solved by ``solve_spec``."""
+        options = getattr(self, "solve_options", None) or SolveOptions()
+        run = solve_spec(spec, options, Deadline(options.time_limit))
+        shared = {"objective_name": run.native["objective_name"], "algorithm": "user_model",
+                  "objective": run.objective, "lower_bound": run.lower_bound,
+                  "status": final_status(run, options.rel_gap),
+                  "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
+                  "solver_version": run.native["solver_version"], "native": run.native,
+                  "bound_source": run.native["bound"]}
+        if run.estimate is None:   # infeasible, or stopped without a solution
+            nan = np.full((data.n_tasks, data.n_features), np.nan)
+            return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
+                             task_names=list(data.task_names),
+                             feature_names=list(data.feature_names), **shared)
+        return dataclasses.replace(spec.finish(run, options), **shared)
 
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
         """Make ``result`` this estimator's ``result_``, with what every result records about
@@ -169,3 +243,13 @@ def _is_plain(value) -> bool:
     if value is None or isinstance(value, (bool, int, float, str)):
         return True
     return isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value)
+
+
+def _with_models(cls) -> set[str]:
+    """The names of the estimators below ``cls`` that have a ``pyomo_model``."""
+    names = set()
+    for sub in cls.__subclasses__():
+        if sub._model_spec is not MTLEstimator._model_spec:
+            names.add(sub.__name__)
+        names |= _with_models(sub)
+    return names

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import ols, rounding_factor, with_intercept
+from ..formulations.least_squares import build_least_squares_model, ols, rounding_factor, with_intercept
 from ..identifiability import identified_columns
 from ..result import FitResult
-from ..solvers.least_squares import per_task_ols, split_intercept, stacked_mask, unfitted_warnings
+from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from ..solvers.method import SolverRun, final_status
+from ..solvers.sparse_methods import normalizing_root
+from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, MTLEstimator
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".
@@ -42,6 +44,10 @@ class PerTaskOLS(MTLEstimator):
 
     def __init__(self, *, fit_intercept: bool = True):
         self.fit_intercept = fit_intercept
+
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        return _least_squares_spec(self, data, fitted_columns(data, self.fit_intercept),
+                                   1.0 / data.n_samples, pooled=False)
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         fits = per_task_ols(data, self.fit_intercept)
@@ -78,6 +84,10 @@ class PooledOLS(MTLEstimator):
     def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
         return np.tile(~self._fitted(data), (data.n_tasks, 1))
 
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        return _least_squares_spec(self, data, np.tile(self._fitted(data), (data.n_tasks, 1)),
+                                   np.full(data.n_tasks, 1.0 / data.n_total), pooled=True)
+
     def _fit(self, data: MultiTaskData) -> FitResult:
         fitted = self._fitted(data)
         X = np.vstack(data.Xs)[:, fitted]
@@ -101,3 +111,48 @@ def _least_squares_result(method, data, coef, intercept, objective, lower, objec
         algorithm="ols", backend=None,
         solver_version=np.__version__, task_names=list(data.task_names),
         feature_names=list(data.feature_names), warnings=list(warnings))
+
+
+def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
+    """The least-squares QP of ``estimator`` on ``data`` (``build_least_squares_model``) with y
+    divided by y_scale, the power of 2 that puts the objective at the estimator's own fit near 1."""
+    root = normalizing_root(estimator._fit(data).objective) or 1.0
+    levels = (np.full(data.n_tasks, np.concatenate(data.ys).mean()) if pooled
+              else np.array([y.mean() for y in data.ys])) if estimator.fit_intercept \
+        else np.zeros(data.n_tasks)
+    model = build_least_squares_model(data.Xs, [(y - c) / root for y, c in zip(data.ys, levels)],
+                                      weights, fitted, estimator.fit_intercept, pooled)
+    K, p = data.n_tasks, data.n_features
+    components = {
+        "tasks": f"task indices 0..{K - 1} ({', '.join(map(str, data.task_names))})",
+        "features": f"feature indices 0..{p - 1} ({', '.join(map(str, data.feature_names))})",
+        "beta": f"beta[k, j]: task k's coefficient / {root:g} (y_scale); fixed at 0 where not "
+                f"identified",
+        "intercept": "intercept[k]: (task k's intercept - y_level[k]) / y_scale" + (
+            "" if estimator.fit_intercept else " (fixed at 0: fit_intercept=False)"),
+        "resid": "resid[k, i]: (y_ki - b_k - x_ki . beta_k) / y_scale (rows fit[k, i])",
+        **({"shared_beta": "shared_beta[k, j], shared_intercept[k]: task k equals task 0"}
+           if pooled else {}),
+        "obj": "the estimator's objective / y_scale^2",
+    }
+
+    def decode(solved):
+        return (indexed_values(solved, "beta", K, p) * root,
+                indexed_values(solved, "intercept", K) * root + levels)
+
+    def objective(estimate):
+        coef, intercept = estimate
+        return float(sum(w / 2 * np.sum((y - b - X @ c) ** 2)
+                         for w, X, y, c, b in zip(weights, data.Xs, data.ys, coef, intercept)))
+
+    def finish(run, options):
+        return _least_squares_result(estimator.method, data, *run.estimate, run.objective,
+                                     run.lower_bound, "")
+
+    return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,
+                     objective=objective, finish=finish, objective_scale=root**2, y_scale=root,
+                     notes=f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
+                           f"near 1, "
+                           f"solver tolerances are absolute); y_level = {levels.tolist()} (the "
+                           f"mean of y{' over all tasks' if pooled else ' per task'}, or 0 without "
+                           f"an intercept).")

@@ -18,10 +18,11 @@ from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from ..deadline import Deadline
 from ..solvers.method import final_status
-from ..solvers.molar import SIGMA, MolarFit, molar_fit, noise_levels
+from ..solvers.molar import SIGMA, MolarFit, median_problem, molar_fit, noise_levels
 from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
+from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 
@@ -160,29 +161,71 @@ class MOLAR(MTLEstimator):
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         method = resolve(self._renamed("algorithm", "median"), self.backend)   # cheap, checked
         clock = time.perf_counter()
-        fits = per_task_ols(data, self.fit_intercept, self._residual_dof())
+        fits, sigma = self._local_fits(data)
         ols_time = time.perf_counter() - clock
-        sigma = noise_levels(self.sigma, fits, data.n_samples, data.task_names, type(self).__name__)
         fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
                         method=method, backend=self.backend, options=options, deadline=deadline)
-        log = [{"stage": "ols", "time": ols_time}, *fit.log]
+        return self._molar_result(data, fit, options, [{"stage": "ols", "time": ols_time}],
+                                  method.name, method.backend_for(self.backend))
+
+    def _local_fits(self, data: MultiTaskData):
+        """The per-task OLS fits and the noise levels MOLAR uses."""
+        fits = per_task_ols(data, self.fit_intercept, self._residual_dof())
+        return fits, noise_levels(self.sigma, fits, data.n_samples, data.task_names,
+                                  type(self).__name__)
+
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        """The weighted-median LP (``formulations.molar.build_median_lp``) of the per-task fits,
+        every value divided by one power of 2 (so a homogeneous row needs no conversion)."""
+        fits, sigma = self._local_fits(data)
+        problem = median_problem(fits, data.n_samples / sigma**2)
+        scale, weight_scale = (float(formulation.power_of_two_above(np.max(np.abs(a))))
+                               for a in problem)
+        frame = formulation.MedianFrame(np.zeros(problem.values.shape[1]),
+                                        np.full(problem.values.shape[1], scale), weight_scale)
+        model = formulation.build_median_lp(*frame.to_unit(*problem))
+        names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
+        components = {
+            "covariates": f"indices 0..{len(names) - 1} of the stacked coefficients ({', '.join(names)})",
+            "z": f"z[k]: the global (median) coefficient k / {scale:g} (y_scale)",
+            "dev": "dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it",
+            "entries": "the (m, k) of positive weight (task m fits coefficient k)",
+            "obj": f"sum_mk w_mk dev[m, k] with w_mk = n_m / sigma_m^2 / {frame.weight_scale:g}",
+        }
+
+        def finish(run, options):
+            fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma,
+                            threshold=self.threshold, median=run)
+            return self._molar_result(data, fit, options, [], "user_model", "highs")
+
+        return ModelSpec(
+            model, "highs", "lp", components, *self._spec_key(data),
+            decode=lambda solved: frame.z_from_unit(indexed_values(solved, "z", len(names))),
+            objective=problem.objective, finish=finish,
+            objective_scale=frame.weight_scale * scale, y_scale=scale,
+            notes=f"b_mk (task m's OLS coefficient k) is divided by {scale:g}; the thresholding "
+                  f"toward the global coefficient follows the solve as in MOLAR.")
+
+    def _molar_result(self, data, fit: MolarFit, options, log, algorithm, backend) -> FitResult:
+        """The FitResult of ``fit``, whose median ran by ``algorithm`` on ``backend``."""
+        log = [*log, *fit.log]
         median = fit.median
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_split = split_intercept(median.estimate[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])
-        self.sigma_ = sigma
+        self.sigma_ = fit.sigma
         self.molar_fit_ = fit
         return FitResult(
             method=self.method, coef=coef, intercept=intercept, objective=median.objective,
             lower_bound=median.lower_bound, status=final_status(median, options.rel_gap),
             objective_name="weighted-median objective", bound_source=median.native["bound"],
             solver=median.native["solver"], solver_version=median.native["solver_version"], log=log,
-            native=median.native, algorithm=method.name, backend=method.backend_for(self.backend),
+            native=median.native, algorithm=algorithm, backend=backend,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
-                   "sigma": sigma, "weights": fit.weights})
+                   "sigma": fit.sigma, "weights": fit.weights})
 
     @validate_params({"alpha": [Interval(0.0, 1.0, open_low=True, open_high=True)]})
     def conf_int(self, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:

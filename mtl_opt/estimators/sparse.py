@@ -16,9 +16,10 @@ from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
 from ..solvers.method import final_status
-from ..solvers.oa import initial_master, miqp_model
+from ..solvers.oa import initial_master, miqp_model, widen_miqp_box
 from ..solvers.options import SolveOptions
-from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
+from ..solvers.sparse_methods import METHODS, NAMES, choose, normalizing_root, resolve, run_exact
+from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
@@ -236,7 +237,8 @@ class SparseMTL(MTLEstimator):
 
         ``kind="miqp"``: the Big-M MIQP (M from the bcd answer); ``"master"``:
         the outer-approximation master with its initial cuts.  Both are on the
-        standardized data when ``standardize`` is set.
+        standardized data when ``standardize`` is set.  To solve an edited model and get a
+        certified FitResult back, use ``pyomo_model`` and ``fit(data, model=spec)``.
         """
         self._check_params()
         if kind not in ("miqp", "master"):
@@ -244,6 +246,56 @@ class SparseMTL(MTLEstimator):
         problem, _, _ = self._problem(data)
         incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)[0]
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
+
+    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
+        """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
+        on the normalized twin of the fitted problem, M proven from the bcd answer."""
+        problem, scaler, std_data = self._checked_problem(data)
+        incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
+        root = normalizing_root(problem.objective(incumbent)) or 1.0
+        twin = problem.scaled(root)
+        model = miqp_model(twin, incumbent / root)
+        units = ("standardized coefficient" if scaler else "coefficient") + f" / {root:g} (y_scale)"
+        named = {
+            "tasks": f"task indices 0..{data.n_tasks - 1} ({', '.join(map(str, data.task_names))})",
+            "features": f"feature indices 0..{data.n_features - 1} "
+                        f"({', '.join(map(str, data.feature_names))})",
+            "beta": f"beta[k, j]: task k's {units}",
+            "z": "z[k, j]: binary, 1 when beta[k, j] may be non-zero",
+            "upper": "upper[k, j], lower[k, j]: -M z[k, j] <= beta[k, j] <= M z[k, j]",
+            "cardinality": f"cardinality[k]: sum_j z[k, j] <= s = {self.s}",
+            "common": "common[k, j]: z[k, j] == z[0, j] (one shared support)",
+            "resid": "resid[k, i]: y_ki / y_scale minus x_ki . beta_k (rows fit[k, i])",
+            "u": "u[k, i]: eigen-coordinates of the loss (rows eigen_fit[k, i])",
+            "t": "t[k, j] >= beta[k, j]^2 / z[k, j] (rows perspective[k, j]): the ridge part",
+            "mean": "mean[j]: beta averaged over the tasks (Bbar term)",
+            "w": "w[j, k, l] >= |z[k, j] - z[l, j]| (Zbar term)",
+            "obj": f"F / y_scale^2 ({self.variant}" + (", standardized data)" if scaler else ")"),
+        }
+        components = {name: text for name, text in named.items()
+                      if model.component(name) is not None and len(model.component(name)) > 0}
+        n_iter_ = n_iter
+
+        def decode(solved):
+            beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
+                       for name in ("beta", "z"))
+            return np.where(z > 0.5, beta, 0.0) * root
+
+        def finish(run, options):
+            self.n_iter_ = n_iter_
+            return self._result(problem, scaler, std_data, run, METHODS["miqp"], "scip", options)
+
+        return ModelSpec(
+            model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
+            objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root,
+            widen=lambda solved, level: widen_miqp_box(solved, twin, level),
+            bound_cap=twin.objective(twin.refit(incumbent != 0)),
+            notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
+                   f"solver tolerances are absolute).  M = {model.big_m:g} holds for "
+                   f"every solution with F / y_scale^2 <= F(bcd answer) / y_scale^2; with your "
+                   f"constraints, a solution above that level widens the box (M for its level) "
+                   f"and the model is solved again; the bound reported is at most the level the "
+                   f"box is proven for.  A beta whose z is 0 is read as exactly 0."))
 
     def _problem(self, data):
         """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyomo.environ as pyo
 import scipy.linalg
 
 from ..errors import InvalidDataError
@@ -127,3 +128,40 @@ def safe_min_eigenvalue(matrix, n_terms) -> float:
 def with_intercept(X: np.ndarray) -> np.ndarray:
     """Prepend a column of ones (the intercept is coefficient 0)."""
     return np.hstack([np.ones((X.shape[0], 1)), X])
+
+
+def build_least_squares_model(Xs, ys, weights, fitted, fit_intercept: bool,
+                              pooled: bool) -> pyo.ConcreteModel:
+    """sum_k (weights_k / 2) ||y_k - b_k - X_k beta_k||^2 as a Pyomo QP, residuals as variables.
+
+    Components: ``tasks``, ``features``, ``rows`` (k, i); ``beta[k, j]`` (fixed at 0 where
+    ``fitted`` (K, p) is False), ``intercept[k]`` (fixed at 0 without ``fit_intercept``),
+    ``resid[k, i]`` with rows ``fit[k, i]``; with ``pooled`` the rows ``shared_beta[k, j]`` and
+    ``shared_intercept[k]`` tie every task to task 0; objective ``obj``.
+    """
+    K, p = len(Xs), Xs[0].shape[1]
+    model = pyo.ConcreteModel(name="least_squares")
+    model.tasks = pyo.RangeSet(0, K - 1)
+    model.features = pyo.RangeSet(0, p - 1)
+    model.rows = pyo.Set(initialize=[(k, i) for k in range(K) for i in range(len(ys[k]))], dimen=2)
+    model.beta = pyo.Var(model.tasks, model.features)
+    model.intercept = pyo.Var(model.tasks)
+    for (k, j), var in model.beta.items():
+        if not fitted[k, j]:
+            var.fix(0.0)
+    if not fit_intercept:
+        model.intercept.fix(0.0)
+    model.resid = pyo.Var(model.rows)
+    model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(ys[k][i])
+                               - m.intercept[k] - sum(float(Xs[k][i, j]) * m.beta[k, j]
+                                                      for j in m.features if Xs[k][i, j] != 0))
+    if pooled:
+        model.shared_beta = pyo.Constraint(model.tasks, model.features, rule=lambda m, k, j: (
+            m.beta[k, j] == m.beta[0, j] if k else pyo.Constraint.Skip))
+        model.shared_intercept = pyo.Constraint(model.tasks, rule=lambda m, k: (
+            m.intercept[k] == m.intercept[0] if k else pyo.Constraint.Skip))
+    model.obj = pyo.Objective(expr=sum(float(weights[k]) / 2 * model.resid[k, i] ** 2
+                                       for k, i in model.rows))
+    # ``dual_bound_margin``: the rows' right-hand sides (a continuous QP: no derived rows)
+    model.largest_bound = max(float(np.max(np.abs(y))) for y in ys)
+    return model

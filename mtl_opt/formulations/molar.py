@@ -178,7 +178,7 @@ def dual_bound(u, values, weights, z) -> float:
     return float(np.nextafter(terms.sum() - slack, -np.inf))
 
 
-def _power_of_two_above(x):
+def power_of_two_above(x):
     """The power of two 2^e with x < 2^e <= 2 x (1 where x is 0): dividing by it is exact."""
     return np.where(x > 0, np.ldexp(1.0, np.frexp(x)[1]), 1.0)
 
@@ -200,8 +200,8 @@ class MedianFrame(NamedTuple):
     def of(cls, values, weights) -> MedianFrame:
         low, high = present_range(np.asarray(values, dtype=float), weights)
         centre = low / 2 + high / 2
-        return cls(centre, _power_of_two_above(np.maximum(high - centre, centre - low)),
-                   float(_power_of_two_above(np.max(weights))))
+        return cls(centre, power_of_two_above(np.maximum(high - centre, centre - low)),
+                   float(power_of_two_above(np.max(weights))))
 
     def to_unit(self, values, weights) -> tuple[np.ndarray, np.ndarray]:
         return ((np.asarray(values, dtype=float) - self.centre) / self.scale,

@@ -19,6 +19,7 @@ from .backends import get_backend
 from .method import SolverRun, stop_of
 from .options import SolveOptions
 from .prox import ProxRun
+from .user_model import indexed_values
 
 #: Share of the time limit the backend gets on clustered ARMUL when the partitions are
 #: enumerated after it (the rest certifies its answer).
@@ -46,14 +47,7 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
     if not out.has_solution:
         raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                           f"raise time_limit or use algorithm='prox'.")
-    theta = np.array([[model.theta[j, k].value for k in model.K] for j in model.J])
-    if structure == "vanilla":
-        centers = np.tile([model.center[k].value for k in model.K], (problem.m, 1))
-        extra = {}
-    else:
-        table = np.array([[model.centers[g, k].value for k in model.K] for g in model.G])
-        labels = np.array([max(model.G, key=lambda g: model.assign[j, g].value) for j in model.J])
-        centers, extra = table[labels], {"centers": table, "labels": labels}
+    theta, centers, extra = read_solution(model, problem, structure)
     objective = problem.objective(theta, centers)
     if structure == "vanilla":
         theta, centers, bound, source = polished(problem, theta, centers, out.solver, options, deadline)
@@ -67,6 +61,17 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                        {**extra, "native": dict(out.native)})
     return SolverRun(estimate, objective, bound, stop, [],
                      {"solver": out.solver, "solver_version": out.solver_version, "bound": source})
+
+
+def read_solution(model, problem: ArmulProblem, structure: str):
+    """The solved ``model``'s (theta (m, d), the center of every task (m, d), extra): with
+    ``clustered``, extra holds the ``centers`` table and the tasks' ``labels``."""
+    theta = indexed_values(model, "theta", problem.m, problem.d)
+    if structure == "vanilla":
+        return theta, np.tile(indexed_values(model, "center", problem.d), (problem.m, 1)), {}
+    table = indexed_values(model, "centers", len(model.G), problem.d)
+    labels = np.argmax(indexed_values(model, "assign", problem.m, len(model.G)), axis=1)
+    return theta, table[labels], {"centers": table, "labels": labels}
 
 
 def polished(problem: ArmulProblem, theta, centers, solver: str, options: SolveOptions,

@@ -74,9 +74,11 @@ class MolarFit(NamedTuple):
 
 def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: str,
               method: Method = METHODS["closed_form"], backend=None,
-              options: SolveOptions | None = None, deadline: Deadline | None = None) -> MolarFit:
+              options: SolveOptions | None = None, deadline: Deadline | None = None,
+              median: SolverRun | None = None) -> MolarFit:
     """Algorithm 1 from per-task fits: weighted median (by ``method``, a ``molar_methods``
-    entry, on ``backend`` until ``deadline``), fill, then thresholding toward it.
+    entry, on ``backend`` until ``deadline``; or ``median``, solved already), fill, then
+    thresholding toward it.
 
     The one implementation behind ``MOLAR``, ``molar_coefs`` and ``MOLARLogistic``; the
     rule for coordinates a task does not use is in ``MOLAR``'s docstring.
@@ -85,8 +87,8 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
     n = np.asarray(n_samples, dtype=float)
     weights = n / sigma**2
     clock = time.perf_counter()
-    result = solve_median(method, MedianProblem(local, np.where(used, weights[:, None], 0.0)),
-                          options or SolveOptions(), deadline or Deadline(), backend)
+    result = median if median is not None else solve_median(
+        method, median_problem(fits, weights), options or SolveOptions(), deadline or Deadline(), backend)
     log = [{"stage": "median", "time": time.perf_counter() - clock}]
     clock = time.perf_counter()
     z = result.estimate
@@ -96,6 +98,12 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
     log.append({"stage": "threshold", "time": time.perf_counter() - clock})
     return MolarFit(local, gram_inv_diag, used, np.asarray(n_samples), sigma, weights, result, own,
                     final, log)
+
+
+def median_problem(fits: TaskFits, weights) -> MedianProblem:
+    """The weighted-median problem of the per-task fits, task m weighted ``weights[m]`` where it
+    fits the coordinate."""
+    return MedianProblem(fits.coef, np.where(fits.used, np.asarray(weights)[:, None], 0.0))
 
 
 #: A known noise level: one for every task, or one per task (None: estimated).

@@ -212,10 +212,7 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     # (Ipopt) is off: the bounds come from its LP outer approximation anyway, and the Ipopt,
     # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
-    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
-    scip_options = exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
-        backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
-        **options.solver_options}))
+    scip_options = miqp_options(backend, options)
     run = backend.solve(model, "miqp", scip_options, deadline=deadline)
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
@@ -236,10 +233,38 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
 
 
+def miqp_options(backend: Backend, options: SolveOptions) -> SolveOptions:
+    """``exact_options`` for a Big-M MIQP solve: a tenth of ``rel_gap``, rows as tight as that gap
+    needs and ``MIQP_SOLVER_OPTIONS`` (the user's solver_options still win)."""
+    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
+    return exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
+        backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
+        **options.solver_options}))
+
+
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
-    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at least as good."""
+    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at
+    least as good (kept as ``model.big_m``)."""
     upper = problem.objective(problem.refit(incumbent != 0))
-    return build_miqp(problem, _proven_big_m(problem, upper), perspective)
+    model = build_miqp(problem, _proven_big_m(problem, upper), perspective)
+    model.big_m = max(v.ub for v in model.beta.values())
+    return model
+
+
+def widen_miqp_box(model: pyo.ConcreteModel, problem: SparseProblem, level: float) -> None:
+    """Rewrite the box of ``miqp_model``'s ``model`` (maybe edited) for every solution with
+    F <= ``level``: its rows ``upper``, ``lower`` and the beta bounds at the old M (a bound of the
+    user's own stays)."""
+    old, big_m = model.big_m, coefficient_bound(problem, level)
+    for (k, j), beta in model.beta.items():
+        model.upper[k, j].set_value(beta <= big_m * model.z[k, j])
+        model.lower[k, j].set_value(beta >= -big_m * model.z[k, j])
+        if beta.ub == old:
+            beta.setub(big_m)
+        if beta.lb == -old:
+            beta.setlb(-big_m)
+    model.big_m = big_m
+    model.largest_bound = max(model.largest_bound, big_m)
 
 
 def _proven_big_m(problem, upper):

@@ -1,0 +1,219 @@
+"""The modeling API: the Pyomo model behind an estimator, edited by the user, solved and certified.
+
+``spec = est.pyomo_model(data)`` returns a ``ModelSpec``: the model (``spec.model``), the backend
+that solves it and what each component is.  The user edits ``spec.model`` with plain Pyomo
+(adds constraints, fixes or bounds variables, replaces the objective); ``est.fit(data,
+model=spec)`` solves it with ``solve_spec`` (the one route back) and reports a usual FitResult.
+
+The objective reported: while the model's own objective (``spec.objective_component``) is the
+active one, the estimator's objective recomputed in float64 at the decoded estimate, on the
+scale the estimator reports it; if the user replaced it (exactly one other active objective), its
+``pyo.value`` at the solution, on the model's scale.  The bound: the backend's dual bound of the
+edited model, lowered by the margin its dual-feasibility tolerance allows
+(``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
+with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
+``ModelSpec``), then mapped to the reported scale (times ``objective_scale``: a power of 4 for
+SparseMTL, the OLS baselines and MOLAR, so exactly).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ..errors import CapabilityError, InvalidParameterError
+from ..formulations.sparse import dual_bound_margin
+from .backends import pick_backend
+from .method import SolverRun, stop_of
+from .oa import exact_options, miqp_options
+
+#: How many times ``solve_spec`` widens a Big-M box (``ModelSpec.widen``) and solves again when
+#: the edited model's solution lies above the level the box is proven for (once is the rule: the
+#: solution found stays feasible in the wider box, so the next one lies below the new level) or
+#: has no solution in the box (the user's rows may need larger coefficients).
+WIDENINGS = 4
+#: How much an infeasible boxed model's level grows per widening (M grows by its square root).
+WIDENING_FACTOR = 16.0
+#: A continuous problem class -> its class with integer variables.
+_MIXED = {"lp": "milp", "qp": "miqp", "qcp": "miqcp", "nlp": "nlp"}
+
+
+@dataclass
+class ModelSpec:
+    """An estimator's optimization model for the user to edit, and how to read an estimate back.
+
+    ``model``: the Pyomo ConcreteModel (edit it with plain Pyomo); ``backend``: the backend
+    ``fit(data, model=spec)`` solves it on (set it to e.g. "scip" for constraints the default
+    cannot take); ``problem_class``: the class of the model as built; ``components``: component
+    name -> what it is, in which units (``describe()`` prints them).  The rest is the
+    estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
+    parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
+    model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
+    it; ``y_scale``: what the model's y was divided by (coefficients are in units of
+    the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
+    need no conversion); the model's own objective is ``objective_component``, in units of
+    ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
+    below which every solution lies in the model's variable bounds (a Big-M box), so the true
+    optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
+    rewrites the box for every solution below ``level``; ``finish(run, options)`` builds the
+    FitResult.
+    """
+
+    model: pyo.ConcreteModel
+    backend: str
+    problem_class: str
+    components: dict
+    estimator: tuple
+    data_key: tuple
+    decode: Callable[[pyo.ConcreteModel], Any] = field(repr=False)
+    objective: Callable[[Any], float] = field(repr=False)
+    finish: Callable[..., Any] = field(repr=False)
+    objective_scale: float = 1.0
+    y_scale: float = 1.0
+    bound_cap: float | None = None
+    widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
+    notes: str = ""
+
+    def __post_init__(self):
+        self.objective_component = _active_objective(self.model)
+
+    def describe(self) -> str:
+        """What the model holds: its components (name, what it is, units), backend and notes."""
+        width = max(map(len, self.components), default=0)
+        rows = [f"{type(self).__name__} of {self.estimator[0]}: Pyomo model {self.model.name!r} "
+                f"({self.problem_class.upper()}) solved on backend={self.backend!r}"]
+        rows += [f"  {name:<{width}}  {text}" for name, text in self.components.items()]
+        if self.notes:
+            rows.append(self.notes)
+        rows.append("Edit spec.model with plain Pyomo, then est.fit(data, model=spec).")
+        return "\n".join(rows)
+
+    __str__ = describe
+
+
+def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
+    """Solve the (edited) ``spec.model`` on ``spec.backend``: the run on the fitted scale.
+
+    ``native``: ``objective_name`` (the model's own objective, or the user's by name), the
+    backend's status (``backend_status``, and its native ``status``), ``bound`` (the bound's
+    source).  No solution: no estimate (None) and stop ``infeasible`` when the backend proved
+    it, else the budget that ran out; a model with a Big-M box (``bound_cap``) proven
+    infeasible only inside its widest box stops ``iteration_limit`` (beyond the box nothing is
+    proven).  A model with a box that offers ``widen`` is widened and solved again when its
+    solution lies above the box's level or it has none inside (``WIDENINGS``).
+    """
+    objective = _active_objective(spec.model)
+    ours = objective is spec.objective_component
+    problem_class = _problem_class(spec.model)
+    try:
+        backend = pick_backend(problem_class, spec.backend)
+    except CapabilityError as exc:
+        raise CapabilityError(f"the edited model is a {problem_class.upper()} (see its rows and "
+                              f"objective); backend={spec.backend!r} cannot solve it: {exc} Set "
+                              f"spec.backend to one that can.") from exc
+    tuned = (miqp_options if backend.name == "scip" else exact_options)(backend, options)
+    out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
+    boxed = ours and spec.bound_cap is not None
+    for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
+        if not boxed or spec.widen is None or out.status not in ("optimal", "gap_limit", "infeasible"):
+            break
+        if out.has_solution:
+            level = spec.objective(spec.decode(spec.model)) / spec.objective_scale
+            if level <= spec.bound_cap:
+                break
+        else:   # infeasible in the box: a solution may lie beyond it
+            level = WIDENING_FACTOR * spec.bound_cap
+        spec.widen(spec.model, level)
+        spec.bound_cap = level
+        out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
+    native = {"solver": out.solver, "solver_version": out.solver_version,
+              "backend_status": out.status, "problem_class": problem_class, **out.native,
+              "bound": f"{out.solver}'s dual bound of the edited model, lowered by its "
+                       f"dual-tolerance margin" + (", capped at the Big-M box's level" if boxed else ""),
+              "objective_name": "the model's own objective" if ours
+              else f"user objective {objective.name!r} (model scale)"}
+    stop = stop_of(out.status)
+    if not out.has_solution:
+        if out.status == "infeasible" and boxed:   # proven only inside the box: every solution
+            native["infeasible"] = (f"no solution with F / objective_scale <= {spec.bound_cap!r} "
+                                    f"(the level the widest box was proven for); beyond it "
+                                    f"nothing is proven")
+            return SolverRun(None, math.nan, None, "iteration_limit", [], native)
+        return SolverRun(None, math.nan, None, "infeasible" if out.status == "infeasible"
+                         else stop if stop != "converged" else "error", [], native)
+    margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
+    bound = None if out.bound is None else out.bound - margin
+    estimate = spec.decode(spec.model)
+    if not ours:
+        return SolverRun(estimate, float(pyo.value(objective)), bound, stop, [], native)
+    if bound is not None and spec.bound_cap is not None:
+        bound = min(bound, spec.bound_cap)
+    return SolverRun(estimate, spec.objective(estimate),
+                     None if bound is None else bound * spec.objective_scale, stop, [], native)
+
+
+def _active_objective(model: pyo.Block):
+    objectives = list(model.component_data_objects(pyo.Objective, active=True))
+    if len(objectives) != 1:
+        raise InvalidParameterError(
+            f"the edited model has {len(objectives)} active objectives "
+            f"({', '.join(o.name for o in objectives) or 'none'}); exactly one must be active: "
+            f"deactivate the others with model.<name>.deactivate().")
+    return objectives[0]
+
+
+def _problem_class(model: pyo.Block) -> str:
+    """The narrowest class of the model as it stands (``backends.PROBLEM_CLASSES``)."""
+    rows = [c.body.polynomial_degree() for c in model.component_data_objects(pyo.Constraint, active=True)]
+    objective = _active_objective(model).expr.polynomial_degree()
+    if None in rows or objective is None:
+        kind = "nlp"
+    elif max(rows, default=0) > 2 or objective > 2:
+        kind = "nlp"
+    elif max(rows, default=0) == 2:
+        kind = "qcp"
+    else:
+        kind = "qp" if objective == 2 else "lp"
+    integer = any(not v.is_continuous() and not v.fixed
+                  for v in model.component_data_objects(pyo.Var, active=True))
+    return _MIXED[kind] if integer else kind
+
+
+def _bound_mass(model: pyo.Block) -> SimpleNamespace:
+    """The columns and largest finite bound of the edited model (rows, columns and the model's
+    own ``largest_bound``, which covers the rows a solver derives from the objective), for
+    ``dual_bound_margin``."""
+    values = [abs(pyo.value(b)) for c in model.component_data_objects(pyo.Constraint, active=True)
+              for b in (c.lower, c.upper) if b is not None]
+    values += [abs(b) for v in model.component_data_objects(pyo.Var) for b in v.bounds
+               if b is not None]
+    finite = [b for b in values if math.isfinite(b)]
+    return SimpleNamespace(n_columns=model.nvariables(),
+                           largest_bound=max([getattr(model, "largest_bound", 0.0), *finite]))
+
+
+def indexed_values(model: pyo.Block, name: str, *shape: int) -> np.ndarray:
+    """The solved values of the variable ``name`` indexed by ``shape`` ranges, as an array; an
+    error naming it when the edited model lost it or the solver did not see it."""
+    var = model.component(name)
+    if not isinstance(var, pyo.Var):
+        raise InvalidParameterError(
+            f"the edited model has no variable {name!r}: the estimate is read from it; keep it "
+            f"(add constraints on it instead of deleting or renaming it).")
+    values = np.full(shape, np.nan)
+    for index in np.ndindex(*shape):
+        key = index[0] if len(index) == 1 else index
+        if key in var and var[key].value is not None:
+            values[index] = var[key].value
+    if np.isnan(values).any():
+        raise InvalidParameterError(
+            f"the edited model left {name}[{np.argwhere(np.isnan(values))[0].tolist()}] without a "
+            f"value (is it still in an active constraint or the objective?); the estimate is read "
+            f"from every {name}.")
+    return values
