@@ -128,6 +128,15 @@ def grid_instance(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"expected p,K,s,n_k,lambda_ridge such as 50,2,5,100,0.1; got {text!r}")
 
 
+def okridge_case(text: str) -> tuple:
+    """'p,SNR,lambda2' -> (int, float, float), for --okridge-case."""
+    try:
+        p, snr, lambda2 = text.split(",")
+        return int(p), float(snr), float(lambda2)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected p,SNR,lambda2 such as 1000,100,0.1; got {text!r}")
+
+
 def grid(args):
     if args.instance:
         configs = args.instance
@@ -195,13 +204,13 @@ def okridge_section(args):
     if BNBTree is None:
         print("\n## 3. K = 1 against OKRidge: skipped (pip install okridge)")
         return
-    ours = {name: GRID_PATHS[name] for name in ("oa-highs", "oa-scip", "bnb", "exact")}
+    ours = {name: GRID_PATHS[name] for name in args.paths}   # --paths chooses them here too
     print(f"\n## 3. K = 1 against OKRidge (n=500, rho=0.4, s=5, limit {args.time_limit:g} s)\n")
-    print("| p | SNR | lambda2 | OKRidge s (gap_tol 1e-4) | its gap on F | OKRidge s (1e-4 on F) | "
+    print("| p | SNR | lambda2 | seed | OKRidge s (gap_tol 1e-4) | its gap on F | OKRidge s (1e-4 on F) | "
           + " | ".join(f"{name} s" for name in ours) + " | best ours / OKRidge time (1e-4 on F) |")
-    print("|---" * (len(ours) + 7) + "|")
-    for p, snr, lambda2 in OKRIDGE_CASES:
-        data = demo_data(p, 1, 500, snr=snr, seed=args.seed)
+    print("|---" * (len(ours) + 8) + "|")
+    for (p, snr, lambda2), seed in itertools.product(args.okridge_case or OKRIDGE_CASES, args.okridge_seeds):
+        data = demo_data(p, 1, 500, snr=snr, seed=seed)
         n = data.n_total
         problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
         X, y = problem.Xs[0], problem.ys[0]   # centered, as our objective profiles the intercept
@@ -222,7 +231,7 @@ def okridge_section(args):
         guarantee = REL_GAP * (half_yy - F) / F
         _, _, out = run_paths(problem, args.time_limit, ours)
         best = min((e[0] for e in out.values() if e[1] == "optimal"), default=float("nan"))
-        print(f"| {p} | {snr:g} | {lambda2:g} | {runs[0]} | {guarantee:.1e} | {runs[1]} | "
+        print(f"| {p} | {snr:g} | {lambda2:g} | {seed} | {runs[0]} | {guarantee:.1e} | {runs[1]} | "
               + " | ".join(cell(out[name]) for name in ours) + f" | {best / ok_time:.2f} |", flush=True)
 
 
@@ -299,6 +308,10 @@ def main(argv=None):
                         help="smtl section: the time limits each path runs with (seconds)")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(5)),
                         help="smtl section: simulation seeds")
+    parser.add_argument("--okridge-case", type=okridge_case, action="append",
+                        help="okridge section: p,SNR,lambda2 (repeatable; default: OKRIDGE_CASES)")
+    parser.add_argument("--okridge-seeds", nargs="+", type=int, default=[0],
+                        help="okridge section: data seeds (default 0)")
     parser.add_argument("--variants", nargs="+", default=list(SMTL_PARAMS), choices=list(SMTL_PARAMS),
                         help="smtl section: variants")
     args = parser.parse_args(argv)
