@@ -21,7 +21,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
-from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_miqp,
+from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
                                    coefficient_bound, dual_bound_margin, master_support,
                                    perspective_cut)
 from ..result import relative_gap
@@ -71,8 +71,10 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     deadline = deadline or Deadline(options.time_limit)
     print_log = print_log or options.verbose
     options = exact_options(backend, options).with_updates(verbose=False)
+    best = feasible_start(problem, incumbent, backend, options, deadline)
+    if isinstance(best, SolverRun):
+        return best
     master = initial_master(problem, incumbent, deadline)
-    best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
     root = root_cuts(problem, master, backend, options, deadline=deadline)
     lower, stop, seen = max(root, default=-np.inf), "iteration_limit", set()
@@ -96,7 +98,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         support = master_support(master, best.shape)
         B = problem.refit(support)
         value = problem.objective(B)
-        if value < upper:
+        if value < upper and problem.feasible(B):   # a refit's exact 0 may break an at_least
             best, upper = B, value
         row = {"iteration": it, "lower_bound": lower, "incumbent": upper,
                "gap": relative_gap(upper, lower), "cuts": len(master.cuts),
@@ -116,6 +118,39 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     return SolverRun(best, upper, None if not np.isfinite(lower) else float(lower), stop, log,
                       {"solver": backend.label, "solver_version": backend.version(),
                        "master_status": log[-1]["master_status"]})
+
+
+def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
+                   options: SolveOptions, deadline: Deadline) -> np.ndarray | SolverRun:
+    """Where an exact method starts: a feasible point (its objective is the first upper bound
+    and the MIQP's Big-M level), or the run to return when the side constraints leave none.
+
+    Unconstrained: the refit of the incumbent's support.  Under side constraints the incumbent
+    may break them: the better feasible one of the refit of its support with the included pairs
+    (clipped to the bounds) and the incumbent itself; if neither is, the same refit of the
+    support ``build_feasibility`` finds, whose MILP proves it when no support is allowed (a run
+    stopped ``infeasible``).
+    """
+    if not problem.side.active:
+        return problem.refit(incumbent != 0)
+    side = problem.side
+
+    def refit(support):
+        return np.clip(problem.refit(support), side.lower, side.upper)
+    feasible = [B for B in (refit(side.support(incumbent)), incumbent) if problem.feasible(B)]
+    if feasible:
+        return min(feasible, key=problem.objective)
+    model = build_feasibility(problem)
+    run = backend.solve(model, "milp", options, deadline=deadline)
+    if run.has_solution and problem.feasible(B := refit(master_support(model, incumbent.shape))):
+        return B
+    if run.has_solution or run.status not in ("infeasible", "time_limit"):
+        raise InvalidParameterError(
+            f"no point satisfying the side constraints was found to start from ({run.solver}: "
+            f"{run.status}); pass a feasible init, or loosen the constraints.")
+    return SolverRun(incumbent, problem.objective(incumbent), None, run.status, [],
+                     {"solver": backend.label, "solver_version": backend.version(),
+                      "why": f"the side constraints leave no support ({run.solver}: {run.status})"})
 
 
 def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
@@ -202,7 +237,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
     """
     deadline = deadline or Deadline(options.time_limit)
-    best = problem.refit(incumbent != 0)
+    best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
+    if isinstance(best, SolverRun):
+        return best
     upper = problem.objective(best)
     big_m = _proven_big_m(problem, upper)
     model = build_miqp(problem, big_m, perspective, deadline=deadline)
@@ -220,11 +257,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
     if run.has_solution:
-        support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
-                            for k in range(problem.n_tasks)])
-        B = problem.refit(support)
+        B = _decoded(problem, model)
         value = problem.objective(B)
-        if value < upper:
+        if value < upper and problem.feasible(B):
             best, upper = B, value
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
@@ -234,6 +269,20 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
             "big_m": big_m, "time": run.wall_time}]
     return SolverRun(best, upper, bound, stop, log,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
+
+
+def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> np.ndarray:
+    """The solved MIQP's estimate: the refit of its support, or with bounds on the coefficients,
+    the better feasible one of that refit and the solver's coefficients (0 off its support)
+    clipped to the bounds, which its tolerances let them leave slightly."""
+    support = master_support(model, (problem.n_tasks, problem.n_features))
+    B = problem.refit(support)
+    if not problem.side.bounded:
+        return B
+    beta = np.array([[pyo.value(model.beta[k, j]) for j in range(problem.n_features)]
+                     for k in range(problem.n_tasks)])
+    clipped = np.clip(np.where(support, beta, 0.0), problem.side.lower, problem.side.upper)
+    return min([C for C in (B, clipped) if problem.feasible(C)] or [clipped], key=problem.objective)
 
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
