@@ -14,6 +14,7 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
+from mtl_opt.solvers.oa import miqp_model
 from mtl_opt.solvers.sparse_methods import METHODS, run_exact
 from mtl_opt.solvers.options import SolveOptions
 
@@ -167,3 +168,18 @@ def test_infeasible_incumbent_is_no_upper_bound(algorithm, backend, kind):
         assert problem.feasible(run.estimate)
         assert run.lower_bound <= optimum * (1 + TOL)
         assert optimum * (1 - TOL) <= run.objective <= optimum * (1 + 1e-6)
+
+
+def test_miqp_model_big_m_comes_from_a_feasible_point():
+    """The exported MIQP's Big-M is proven only by a feasible point: an infeasible start (the
+    unconstrained optimum, with a lower F) is refused; from a feasible one, the model's beta box
+    holds the enumerated constrained optimum."""
+    data = tiny_data()
+    constraints = [{"kind": "bounds", **KINDS["bounds"]}, {"kind": "include", **KINDS["include"]}]
+    optimum, best, problem = reference("l0l2", constraints, data)
+    _, free, _ = reference("l0l2", [], data)
+    with pytest.raises(InvalidParameterError, match="breaks the side constraints"):
+        miqp_model(problem, free)
+    model = miqp_model(problem, best)
+    for (k, j), value in np.ndenumerate(best):
+        assert model.beta[k, j].lb <= value <= model.beta[k, j].ub

@@ -11,6 +11,11 @@ dual bound is a lower bound on min F, so the loop stops with a proven gap:
 
 The MIQP (SCIP) solves ``build_miqp`` directly, with M = sqrt(2 UB /
 lambda_ridge) from the incumbent, which no solution with F <= UB can exceed.
+
+Side constraints (``formulations.constraints``): their rows on z are part of the master and the
+MIQP, so both search the allowed supports only; the MIQP also bounds beta.  Every method starts
+from a feasible point (``feasible_start``: UB and M come from one), and keeps a new point only
+when it is feasible.
 """
 
 from __future__ import annotations
@@ -125,24 +130,16 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
     """Where an exact method starts: a feasible point (its objective is the first upper bound
     and the MIQP's Big-M level), or the run to return when the side constraints leave none.
 
-    Unconstrained: the refit of the incumbent's support.  Under side constraints the incumbent
-    may break them: the better feasible one of the refit of its support with the included pairs
-    (clipped to the bounds) and the incumbent itself; if neither is, the same refit of the
-    support ``build_feasibility`` finds, whose MILP proves it when no support is allowed (a run
-    stopped ``infeasible``).
+    ``feasible_point`` of the incumbent; if the incumbent's support cannot be made feasible,
+    the constrained refit of the support ``build_feasibility`` finds, whose MILP proves it when
+    no support is allowed (a run stopped ``infeasible``).
     """
-    if not problem.side.active:
-        return problem.refit(incumbent != 0)
-    side = problem.side
-
-    def refit(support):
-        return np.clip(problem.refit(support), side.lower, side.upper)
-    feasible = [B for B in (refit(side.support(incumbent)), incumbent) if problem.feasible(B)]
-    if feasible:
-        return min(feasible, key=problem.objective)
+    B = feasible_point(problem, incumbent)
+    if B is not None:
+        return B
     model = build_feasibility(problem)
     run = backend.solve(model, "milp", options, deadline=deadline)
-    if run.has_solution and problem.feasible(B := refit(master_support(model, incumbent.shape))):
+    if run.has_solution and problem.feasible(B := _clipped_refit(problem, master_support(model, incumbent.shape))):
         return B
     if run.has_solution or run.status not in ("infeasible", "time_limit"):
         raise InvalidParameterError(
@@ -151,6 +148,25 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
     return SolverRun(incumbent, problem.objective(incumbent), None, run.status, [],
                      {"solver": backend.label, "solver_version": backend.version(),
                       "why": f"the side constraints leave no support ({run.solver}: {run.status})"})
+
+
+def feasible_point(problem: SparseProblem, incumbent: np.ndarray) -> np.ndarray | None:
+    """A feasible point from the incumbent, without a solve, or None.
+
+    Unconstrained: the refit of its support.  Under side constraints the incumbent may break
+    them: the better feasible one of ``_clipped_refit`` of its support with the included pairs
+    and the incumbent itself.
+    """
+    if not problem.side.active:
+        return problem.refit(incumbent != 0)
+    feasible = [B for B in (_clipped_refit(problem, problem.side.support(incumbent)), incumbent)
+                if problem.feasible(B)]
+    return min(feasible, key=problem.objective, default=None)
+
+
+def _clipped_refit(problem: SparseProblem, support: np.ndarray) -> np.ndarray:
+    """The refit of ``support`` clipped to the side constraints' bounds (feasible there)."""
+    return np.clip(problem.refit(support), problem.side.lower, problem.side.upper)
 
 
 def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
@@ -286,9 +302,14 @@ def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> np.ndarray:
 
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
-    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at least as good."""
-    upper = problem.objective(problem.refit(incumbent != 0))
-    return build_miqp(problem, _proven_big_m(problem, upper), perspective)
+    """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at
+    least as good (``feasible_point``: the incumbent must meet the side constraints)."""
+    best = feasible_point(problem, incumbent)
+    if best is None:
+        raise InvalidParameterError(
+            "the starting point breaks the side constraints, so its objective proves no Big-M; "
+            "start from a feasible one (fit with algorithm='miqp' finds one itself).")
+    return build_miqp(problem, _proven_big_m(problem, problem.objective(best)), perspective)
 
 
 def _proven_big_m(problem, upper):
