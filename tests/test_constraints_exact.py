@@ -138,7 +138,7 @@ def test_refusals_name_a_path_that_works(algorithm, kind, names):
 def test_infeasible_constraints_are_status_infeasible(algorithm, backend, kind, keys):
     """More than s = 2 features demanded: the run proves it and says "infeasible"."""
     est = estimator("l0l2", [{"kind": kind, **keys}], algorithm, backend).fit(tiny_data())
-    assert est.result_.status == "infeasible"
+    assert est.result_.status == "infeasible" and est.result_.lower_bound is None
 
 
 @pytest.mark.parametrize("shift, factor", [(0.0, 1e-6), (1e9, 1.0)])
