@@ -506,6 +506,8 @@ def _support_model(problem: SparseProblem, name: str) -> pyo.ConcreteModel:
     if problem.common_support:
         model.common = pyo.Constraint(model.tasks, model.features,
                                       rule=lambda m, k, j: m.z[k, j] == m.z[0, j] if k else pyo.Constraint.Skip)
+    if problem.side.active:   # an unconstrained model stays exactly as it was
+        _side_rows(model, problem.side)
     pairs = [(k, l) for k in range(K) for l in range(k + 1, K)] if problem.lambda_zbar else []
     model.pairs = pyo.Set(initialize=pairs, dimen=2)
     model.w = pyo.Var(model.features, model.pairs, within=pyo.NonNegativeReals)
@@ -515,6 +517,38 @@ def _support_model(problem: SparseProblem, name: str) -> pyo.ConcreteModel:
                                   rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[l, j] - m.z[k, j])
     model.zbar_cost = pyo.Expression(expr=problem.lambda_zbar / (2 * K) * sum(
         model.w[j, k, l] for j in model.features for (k, l) in pairs))
+    return model
+
+
+def _side_rows(model: pyo.ConcreteModel, side: SideConstraints) -> None:
+    """The side constraints that act on z (``SideConstraints``): an included pair's z at 1, one
+    ranged row per count (``counts``) and z_kj = z_(first task)j per shared support (``shared``);
+    exclude is part of ``excluded`` already, and the bounds on beta are the MIQP's.
+
+    They only remove supports, and every cut and perspective row holds on all of [0, 1]^(K x p),
+    so the relaxations stay valid: at a forced z = 1 the continuous part still minimizes over a
+    free beta (0 included), as F counts an included pair whatever its coefficient.
+    """
+    for k, j in np.argwhere(side.include):
+        model.z[int(k), int(j)].setlb(1)
+    counts = side.counts
+    model.counts = pyo.Constraint(range(len(counts)), rule=lambda m, i: (
+        counts[i].at_least, sum(m.z[counts[i].task, j] for j in counts[i].features), counts[i].at_most))
+    shared = [(k, tasks[0], j) for tasks, features in side.shared for k in tasks[1:] for j in features]
+    model.shared = pyo.Constraint(range(len(shared)), rule=lambda m, i: (
+        m.z[shared[i][0], shared[i][2]] == m.z[shared[i][1], shared[i][2]]))
+
+
+def _row_bound(problem: SparseProblem) -> float:
+    """The largest right-hand side of the support rows: s, or a count's (``dual_bound_margin``)."""
+    return float(max([problem.s, *(max(row.at_least, row.at_most) for row in problem.side.counts)]))
+
+
+def build_feasibility(problem: SparseProblem) -> pyo.ConcreteModel:
+    """The support rows alone with the objective sum z: a MILP whose solution is a small support
+    the constraints allow, or whose infeasibility proves that none exists."""
+    model = _support_model(problem, "sparse_feasibility")
+    model.obj = pyo.Objective(expr=sum(model.z.values()))
     return model
 
 
@@ -531,9 +565,10 @@ def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
     model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
     model.cuts = pyo.ConstraintList()
     model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
-    # columns z, w, eta; finite bounds: z in [0, 1], the cardinality rows' s (``dual_bound_margin``)
+    # columns z, w, eta; finite bounds: z in [0, 1], the cardinality and count rows' right-hand
+    # sides (``dual_bound_margin``)
     model.n_columns = len(model.z) + len(model.w) + parts
-    model.largest_bound = float(problem.s)
+    model.largest_bound = _row_bound(problem)
     return model
 
 
@@ -562,7 +597,9 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     """The Big-M MIQP of F with a diagonal Hessian (never X^T X handed to the solver).
 
     Variables ``beta[k, j]`` (bounds [0, 0] where excluded), ``z``, ``w`` and, with Bbar,
-    ``mean[j] = (1/K) sum_k beta_jk``; ``-M z <= beta <= M z``.  Task k's loss is written with
+    ``mean[j] = (1/K) sum_k beta_jk``; ``L z <= beta <= U z`` with U = min(M, the side
+    constraints' upper bound), L = max(-M, their lower bound), which are beta's bounds too (a
+    bound without 0 forces z = 1, ``compile_constraints``, so the rows are exact there).  Task k's loss is written with
     residual variables ``resid[k, i] = y_ki - x_ki . beta_k``, or, with
     ``perspective`` and curvature mu_k > 0 (``SparseProblem.curvature``), as
     (1/2) ||u_k||^2 - (X_k'y_k / n_k) . beta_k + ||y_k||^2 / (2 n_k) with
@@ -582,7 +619,10 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     shifted = [k for k in range(K) if mu[k] > 0]
     rows = [(k, i) for k in range(K) if k not in shifted for i in range(len(problem.ys[k]))]
     model.rows = pyo.Set(initialize=rows, dimen=2)
-    model.beta = pyo.Var(model.tasks, model.features, bounds=(-big_m, big_m))
+    # the side constraints' bounds where they are tighter than M (``SideConstraints``)
+    low, high = np.maximum(-big_m, problem.side.lower), np.minimum(big_m, problem.side.upper)
+    model.beta = pyo.Var(model.tasks, model.features,
+                         bounds=lambda m, k, j: (float(low[k, j]), float(high[k, j])))
     for k, j in np.argwhere(problem.excluded):
         model.beta[int(k), int(j)].setlb(0)
         model.beta[int(k), int(j)].setub(0)
@@ -596,9 +636,9 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     model.eigen_fit = pyo.Constraint(model.eigen, rule=_until(deadline, lambda m, k, i: m.u[k, i] == sum(
         float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)))
     model.upper = pyo.Constraint(model.tasks, model.features,
-                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= big_m * m.z[k, j]))
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= float(high[k, j]) * m.z[k, j]))
     model.lower = pyo.Constraint(model.tasks, model.features,
-                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= -big_m * m.z[k, j]))
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= float(low[k, j]) * m.z[k, j]))
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
     for k in shifted:
         linear = X[k].T @ y[k] / len(y[k])
@@ -623,7 +663,7 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     # (cardinality), y (residual rows) and, for the rows SCIP derives from the objective, its
     # value at zero, F(0) = sum ||y_k||^2 / (2 n_k) (the perspective rows are homogeneous cones).
     model.n_columns = model.nvariables()
-    model.largest_bound = max(big_m, problem.s, max(float(np.max(np.abs(y_k))) for y_k in y),
+    model.largest_bound = max(big_m, _row_bound(problem), max(float(np.max(np.abs(y_k))) for y_k in y),
                               sum(y_k @ y_k / (2 * len(y_k)) for y_k in y))
     return model
 

@@ -43,6 +43,8 @@ best pi this is the greedy bound above; those variants keep the greedy.
 
 Excluded pairs (``SparseProblem.excluded``) have v_jk = 0, so they weigh 0 in
 every bound (their beta is fixed at 0), and are fixed out at the root where supports are per task.
+Included pairs (side constraints) are fixed in at the root (their column, for a common support):
+the bounds above already take a node's fixed-in entries, whose beta stays free (0 allowed).
 
 Scope: variants without a Bbar term (``l0l2``, ``cs_l2``, ``zbar_l2``, or
 any variant with lambda_bbar = 0) and lambda_ridge > 0.  The bound uses
@@ -98,6 +100,10 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     if reason is not None:
         raise InvalidParameterError(reason)
     start = time.perf_counter()
+    if not problem.feasible(np.zeros(incumbent.shape)):   # in scope: more includes than s allows
+        return SolverRun(incumbent, problem.objective(incumbent), None, "infeasible",
+                         [], {"solver": "mtl_opt", "solver_version": __version__,
+                              "why": "the included features exceed s"})
     deadline = deadline or Deadline(options.time_limit)
     if problem.common_support or problem.lambda_zbar:
         parts = [(problem, incumbent)]
@@ -128,6 +134,14 @@ def refusal(problem: SparseProblem) -> str | None:
     if problem.lambda_bbar or not problem.lambda_ridge > 0 or (problem.lambda_zbar and problem.common_support):
         return ("algorithm='bnb' needs lambda_ridge > 0, no Bbar term (lambda_bbar = 0) and no "
                 "Zbar term on a common support; use algorithm='oa_multi_tree', which models them.")
+    side = problem.side
+    if side.bounded:
+        return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
+                "bounds on the coefficients; use algorithm='miqp', which models them.")
+    if side.counts or side.shared:
+        return ("algorithm='bnb' enforces include and exclude constraints only, not at_most, "
+                "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
+                "models them.")
     return None
 
 
@@ -155,11 +169,14 @@ class _Search:
         self.abs_Xs = [np.abs(X) for X in problem.Xs]
         self.heap, self.counter = [], itertools.count()
         self.best, self.upper = None, np.inf
-        self.offer(problem.refit(incumbent != 0))
+        self.offer(problem.refit(problem.side.support(incumbent)))
         if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
             root = np.full(incumbent.shape, FREE, dtype=np.int8)
             if not problem.common_support:   # a shared column's z is not a pair's: weights only
                 root[problem.excluded] = OUT
+                root[problem.side.include] = IN
+            else:   # an included pair puts its column in the shared support
+                root[:, problem.side.include.any(axis=0)] = IN
             self.push(root, self.start())
 
     def start(self) -> np.ndarray:
@@ -179,6 +196,9 @@ class _Search:
         return 1
 
     def offer(self, B: np.ndarray) -> None:
+        """Keep B if it is better, and feasible (an incumbent handed in may miss an include)."""
+        if self.problem.side.active and not self.problem.feasible(B):
+            return
         value = self.problem.objective(B)
         if value < self.upper:
             self.best, self.upper = B, value

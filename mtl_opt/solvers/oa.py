@@ -11,6 +11,11 @@ dual bound is a lower bound on min F, so the loop stops with a proven gap:
 
 The MIQP (SCIP) solves ``build_miqp`` directly, with M = sqrt(2 UB /
 lambda_ridge) from the incumbent, which no solution with F <= UB can exceed.
+
+Side constraints (``formulations.constraints``): their rows on z are part of the master and the
+MIQP, so both search the allowed supports only; the MIQP also bounds beta.  Every method starts
+from a feasible point (``feasible_start``: UB and M come from one), and keeps a new point only
+when it is feasible.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
-from ..formulations.sparse import (SparseProblem, add_cut, build_master, build_miqp,
+from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
                                    coefficient_bound, dual_bound_margin, master_support,
                                    perspective_cut)
 from ..result import relative_gap
@@ -71,8 +76,10 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     deadline = deadline or Deadline(options.time_limit)
     print_log = print_log or options.verbose
     options = exact_options(backend, options).with_updates(verbose=False)
+    best = feasible_start(problem, incumbent, backend, options, deadline)
+    if isinstance(best, SolverRun):
+        return best
     master = initial_master(problem, incumbent, deadline)
-    best = problem.refit(incumbent != 0)
     upper = problem.objective(best)
     root = root_cuts(problem, master, backend, options, deadline=deadline)
     lower, stop, seen = max(root, default=-np.inf), "iteration_limit", set()
@@ -96,7 +103,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         support = master_support(master, best.shape)
         B = problem.refit(support)
         value = problem.objective(B)
-        if value < upper:
+        if value < upper and problem.feasible(B):   # a refit's exact 0 may break an at_least
             best, upper = B, value
         row = {"iteration": it, "lower_bound": lower, "incumbent": upper,
                "gap": relative_gap(upper, lower), "cuts": len(master.cuts),
@@ -116,6 +123,50 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     return SolverRun(best, upper, None if not np.isfinite(lower) else float(lower), stop, log,
                       {"solver": backend.label, "solver_version": backend.version(),
                        "master_status": log[-1]["master_status"]})
+
+
+def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
+                   options: SolveOptions, deadline: Deadline) -> np.ndarray | SolverRun:
+    """Where an exact method starts: a feasible point (its objective is the first upper bound
+    and the MIQP's Big-M level), or the run to return when the side constraints leave none.
+
+    ``feasible_point`` of the incumbent; if the incumbent's support cannot be made feasible,
+    the constrained refit of the support ``build_feasibility`` finds, whose MILP proves it when
+    no support is allowed (a run stopped ``infeasible``).
+    """
+    B = feasible_point(problem, incumbent)
+    if B is not None:
+        return B
+    model = build_feasibility(problem)
+    run = backend.solve(model, "milp", options, deadline=deadline)
+    if run.has_solution and problem.feasible(B := _clipped_refit(problem, master_support(model, incumbent.shape))):
+        return B
+    if run.has_solution or run.status not in ("infeasible", "time_limit"):
+        raise InvalidParameterError(
+            f"no point satisfying the side constraints was found to start from ({run.solver}: "
+            f"{run.status}); pass a feasible init, or loosen the constraints.")
+    return SolverRun(incumbent, problem.objective(incumbent), None, run.status, [],
+                     {"solver": backend.label, "solver_version": backend.version(),
+                      "why": f"the side constraints leave no support ({run.solver}: {run.status})"})
+
+
+def feasible_point(problem: SparseProblem, incumbent: np.ndarray) -> np.ndarray | None:
+    """A feasible point from the incumbent, without a solve, or None.
+
+    Unconstrained: the refit of its support.  Under side constraints the incumbent may break
+    them: the better feasible one of ``_clipped_refit`` of its support with the included pairs
+    and the incumbent itself.
+    """
+    if not problem.side.active:
+        return problem.refit(incumbent != 0)
+    feasible = [B for B in (_clipped_refit(problem, problem.side.support(incumbent)), incumbent)
+                if problem.feasible(B)]
+    return min(feasible, key=problem.objective, default=None)
+
+
+def _clipped_refit(problem: SparseProblem, support: np.ndarray) -> np.ndarray:
+    """The refit of ``support`` clipped to the side constraints' bounds (feasible there)."""
+    return np.clip(problem.refit(support), problem.side.lower, problem.side.upper)
 
 
 def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
@@ -202,7 +253,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
     """
     deadline = deadline or Deadline(options.time_limit)
-    best = problem.refit(incumbent != 0)
+    best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
+    if isinstance(best, SolverRun):
+        return best
     upper = problem.objective(best)
     big_m = _proven_big_m(problem, upper)
     model = build_miqp(problem, big_m, perspective, deadline=deadline)
@@ -217,11 +270,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
     if run.has_solution:
-        support = np.array([[pyo.value(model.z[k, j]) > 0.5 for j in range(problem.n_features)]
-                            for k in range(problem.n_tasks)])
-        B = problem.refit(support)
+        B = _decoded(problem, model)
         value = problem.objective(B)
-        if value < upper:
+        if value < upper and problem.feasible(B):
             best, upper = B, value
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
@@ -242,27 +293,49 @@ def miqp_options(backend: Backend, options: SolveOptions) -> SolveOptions:
         **options.solver_options}))
 
 
+def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> np.ndarray:
+    """The solved MIQP's estimate: the refit of its support, or with bounds on the coefficients,
+    the better feasible one of that refit and the solver's coefficients (0 off its support)
+    clipped to the bounds, which its tolerances let them leave slightly."""
+    support = master_support(model, (problem.n_tasks, problem.n_features))
+    B = problem.refit(support)
+    if not problem.side.bounded:
+        return B
+    beta = np.array([[pyo.value(model.beta[k, j]) for j in range(problem.n_features)]
+                     for k in range(problem.n_tasks)])
+    clipped = np.clip(np.where(support, beta, 0.0), problem.side.lower, problem.side.upper)
+    return min([C for C in (B, clipped) if problem.feasible(C)] or [clipped], key=problem.objective)
+
+
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
     """The Big-M MIQP with M = sqrt(2 F(incumbent) / lambda_ridge), valid for every solution at
-    least as good (kept as ``model.big_m``)."""
-    upper = problem.objective(problem.refit(incumbent != 0))
-    model = build_miqp(problem, _proven_big_m(problem, upper), perspective)
-    model.big_m = max(v.ub for v in model.beta.values())
+    least as good (``feasible_point``: the incumbent must meet the side constraints; M is kept as
+    ``model.big_m``)."""
+    best = feasible_point(problem, incumbent)
+    if best is None:
+        raise InvalidParameterError(
+            "the starting point breaks the side constraints, so its objective proves no Big-M; "
+            "start from a feasible one (fit with algorithm='miqp' finds one itself).")
+    big_m = _proven_big_m(problem, problem.objective(best))
+    model = build_miqp(problem, big_m, perspective)
+    model.big_m = big_m
     return model
 
 
 def widen_miqp_box(model: pyo.ConcreteModel, problem: SparseProblem, level: float) -> None:
     """Rewrite the box of ``miqp_model``'s ``model`` (maybe edited) for every solution with
-    F <= ``level``: its rows ``upper``, ``lower`` and the beta bounds at the old M (a bound of the
-    user's own stays)."""
+    F <= ``level``: its rows ``upper``, ``lower`` and the beta bounds at the old M, each clipped
+    to the pair's side bounds as ``build_miqp`` clips them (a bound of the user's own stays)."""
     old, big_m = model.big_m, coefficient_bound(problem, level)
+    side = problem.side
     for (k, j), beta in model.beta.items():
-        model.upper[k, j].set_value(beta <= big_m * model.z[k, j])
-        model.lower[k, j].set_value(beta >= -big_m * model.z[k, j])
-        if beta.ub == old:
-            beta.setub(big_m)
-        if beta.lb == -old:
-            beta.setlb(-big_m)
+        high, low = float(min(big_m, side.upper[k, j])), float(max(-big_m, side.lower[k, j]))
+        model.upper[k, j].set_value(beta <= high * model.z[k, j])
+        model.lower[k, j].set_value(beta >= low * model.z[k, j])
+        if beta.ub == min(old, side.upper[k, j]):
+            beta.setub(high)
+        if beta.lb == max(-old, side.lower[k, j]):
+            beta.setlb(low)
     model.big_m = big_m
     model.largest_bound = max(model.largest_bound, big_m)
 

@@ -29,7 +29,7 @@ from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
-from .oa import FRACTIONAL_SUPPORT, exact_options, initial_master
+from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, initial_master
 from .options import SolveOptions
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
@@ -51,6 +51,10 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend.check("milp")
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
+    options = exact_options(backend, options)
+    best = feasible_start(problem, incumbent, backend, options, deadline)
+    if isinstance(best, SolverRun):
+        return best
     master = initial_master(problem, incumbent, deadline)
     scip, z, eta = _native_master(master, problem, backend)
     handler = _CutHandler(problem, z, eta, master)
@@ -58,11 +62,10 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
-    options = exact_options(backend, options)
     backend.set_options(scip, options.with_updates(
         solver_options={"numerics/feastol": FEASTOL, **options.solver_options}))
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
-    handler.offer(problem.refit(incumbent != 0))
+    handler.offer(best)
     handler.add_start()
     left = deadline.remaining()
     if 0 < left < np.inf:

@@ -36,6 +36,16 @@ def _exact_curvature(problem: SparseProblem, backend) -> str | None:
     return None
 
 
+def _oa_scope(problem: SparseProblem, backend) -> str | None:
+    """``_exact_curvature``, and OA's side constraints: its cuts come from the unconstrained
+    refit of each support, so signs and bounds on the coefficients are the MIQP's."""
+    if problem.side.bounded:
+        return ("outer approximation (algorithm='oa_multi_tree' or 'oa_single_tree') cannot "
+                "enforce sign or bound constraints on the coefficients (its cuts assume free "
+                "coefficients on each support); use algorithm='miqp', which models them.")
+    return _exact_curvature(problem, backend)
+
+
 def _bnb_scope(problem: SparseProblem, backend) -> str | None:
     return bnb.refusal(problem)
 
@@ -72,10 +82,10 @@ def _never(problem, backend) -> None:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("bcd", (None,), False, _never, _bcd,
            "block IHT + local search (no bound)"),
-    Method("oa_multi_tree", ("highs", "scip", "gurobi"), True, _exact_curvature, _oa,
+    Method("oa_multi_tree", ("highs", "scip", "gurobi"), True, _oa_scope, _oa,
            "outer approximation, multi-tree (MILP master re-solved between cuts)",
            "milp", "outer-approximation master dual bound"),
-    Method("oa_single_tree", ("scip",), True, _exact_curvature, _oa_single_tree,
+    Method("oa_single_tree", ("scip",), True, _oa_scope, _oa_single_tree,
            "outer approximation, single-tree (cuts inside one SCIP search)",
            "milp", "outer-approximation master dual bound"),
     Method("miqp", ("scip",), True, _exact_curvature, _miqp,
@@ -139,14 +149,16 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
     says which bound the run carries).
     """
     root = normalizing_root(problem.objective(incumbent))
-    if root is None:   # F >= 0 everywhere, so an incumbent with F = 0 is optimal
+    if root is None and not problem.feasible(incumbent):   # F = 0 there proves nothing
+        root = 1.0
+    if root is None:   # F >= 0 everywhere, so a feasible incumbent with F = 0 is optimal
         return SolverRun(incumbent, 0.0, 0.0, "converged", [],
                          {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
                           "bound": "F >= 0, and F = 0 at the incumbent"})
     run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend),
                    root)
     run.native["bound"] = method.bound_source
-    if run.lower_bound is None or run.lower_bound <= 0:
+    if run.stop != "infeasible" and (run.lower_bound is None or run.lower_bound <= 0):
         run.lower_bound = 0.0
         run.native["bound"] = (f"trivial bound (F >= 0; stopped before the {method.bound_source} "
                                f"rose above 0)")
