@@ -294,16 +294,30 @@ def test_armul_vanilla_with_a_fixed_center_coordinate_matches_scipy():
     assert abs(ARMUL("vanilla", c=c, standardize=False).fit(data).center_[0] - 0.5) > 0.3
 
 
-def test_sparse_contradiction_is_not_called_infeasible_beyond_the_box():
-    """Inside a Big-M box infeasibility is proven only for solutions below the box's level: the
-    run widens the box, then reports what it proved (no estimate, no 'infeasible', no crash)."""
+def test_sparse_contradiction_is_proven_infeasible_without_the_box():
+    """beta >= 1 and beta <= 0: no solution in any box; the box-free relaxation proves it."""
+    Xs, ys = tiny()
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False)
+    spec = est.pyomo_model(data)
+    spec.model.up = pyo.Constraint(expr=spec.model.beta[0, 0] >= 1)
+    spec.model.down = pyo.Constraint(expr=spec.model.beta[0, 0] <= 0)
+    est.fit(data, model=spec)
+    assert est.result_.status == "infeasible" and np.isnan(est.result_.coef).all()
+    assert est.result_.lower_bound is None
+    assert "proven without the Big-M box" in est.result_.native["infeasible"]
+
+
+def test_sparse_rows_beyond_every_box_are_not_called_infeasible():
+    """A row that needs a coefficient far beyond the widest box (the problem is feasible, at a
+    huge F): infeasible in every box tried, and the box-free relaxation has a solution, so
+    nothing is proven: iteration_limit, no estimate, no bound."""
     Xs, ys = tiny()
     data = MultiTaskData(Xs, ys)
     est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False)
     spec = est.pyomo_model(data)
     level = spec.bound_cap
-    spec.model.up = pyo.Constraint(expr=spec.model.beta[0, 0] >= 1)
-    spec.model.down = pyo.Constraint(expr=spec.model.beta[0, 0] <= 0)
+    spec.model.far = pyo.Constraint(expr=spec.model.beta[0, 0] >= 1e12)
     est.fit(data, model=spec)
     assert est.result_.status == "iteration_limit" and np.isnan(est.result_.coef).all()
     assert est.result_.native["backend_status"] == "infeasible"

@@ -16,7 +16,7 @@ from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
 from ..solvers.method import final_status
-from ..solvers.oa import initial_master, miqp_model, widen_miqp_box
+from ..solvers.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
 from ..solvers.options import SolveOptions
 from ..solvers.sparse_methods import METHODS, NAMES, choose, normalizing_root, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
@@ -288,8 +288,8 @@ class SparseMTL(MTLEstimator):
         return ModelSpec(
             model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
             objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root,
-            widen=lambda solved, level: widen_miqp_box(solved, twin, level),
-            bound_cap=twin.objective(twin.refit(incumbent != 0)),
+            widen=lambda solved, level: widen_miqp_box(solved, twin, level), unboxed=unboxed_miqp,
+            bound_cap=model.big_m_level,
             notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
                    f"solver tolerances are absolute).  M = {model.big_m:g} holds for "
                    f"every solution with F / y_scale^2 <= F(bcd answer) / y_scale^2; with your "

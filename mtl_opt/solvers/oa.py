@@ -316,9 +316,10 @@ def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool 
         raise InvalidParameterError(
             "the starting point breaks the side constraints, so its objective proves no Big-M; "
             "start from a feasible one (fit with algorithm='miqp' finds one itself).")
-    big_m = _proven_big_m(problem, problem.objective(best))
+    level = problem.objective(best)
+    big_m = _proven_big_m(problem, level)
     model = build_miqp(problem, big_m, perspective)
-    model.big_m = big_m
+    model.big_m, model.big_m_level = big_m, level
     return model
 
 
@@ -336,8 +337,28 @@ def widen_miqp_box(model: pyo.ConcreteModel, problem: SparseProblem, level: floa
             beta.setub(high)
         if beta.lb == max(-old, side.lower[k, j]):
             beta.setlb(low)
-    model.big_m = big_m
+    model.big_m, model.big_m_level = big_m, level
     model.largest_bound = max(model.largest_bound, big_m)
+
+
+def unboxed_miqp(model: pyo.ConcreteModel) -> pyo.ConcreteModel:
+    """``miqp_model``'s ``model`` (maybe edited) relaxed for a feasibility check: without the box
+    (the rows ``upper``, ``lower`` and beta's bounds at M) and the perspective rows, which are
+    what tie beta to z, and with the objective sum z.  Every other row (the user's, the side
+    constraints', the budgets) stays, so when this has no solution, neither has the model at
+    any M."""
+    for rows in ("upper", "lower", "perspective"):
+        if model.component(rows) is not None:
+            model.component(rows).deactivate()
+    for beta in model.beta.values():
+        if beta.ub == model.big_m:
+            beta.setub(None)
+        if beta.lb == -model.big_m:
+            beta.setlb(None)
+    for objective in model.component_data_objects(pyo.Objective, active=True):
+        objective.deactivate()
+    model.feasibility = pyo.Objective(expr=sum(model.z.values()))
+    return model
 
 
 def _proven_big_m(problem, upper):

@@ -78,6 +78,7 @@ class ModelSpec:
     y_scale: float = 1.0
     bound_cap: float | None = None
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
+    unboxed: Callable[[pyo.ConcreteModel], pyo.ConcreteModel] | None = field(default=None, repr=False)
     notes: str = ""
 
     def __post_init__(self):
@@ -104,8 +105,10 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
     backend's status (``backend_status``, and its native ``status``), ``bound`` (the bound's
     source).  No solution: no estimate (None) and stop ``infeasible`` when the backend proved
     it, else the budget that ran out; a model with a Big-M box (``bound_cap``) proven
-    infeasible only inside its widest box stops ``iteration_limit`` (beyond the box nothing is
-    proven).  A model with a box that offers ``widen`` is widened and solved again when its
+    infeasible only inside its widest box is solved once more as ``unboxed(model)`` (a
+    relaxation without the box and the rows that tie beta to z): infeasible there is proven
+    infeasible, else it stops ``iteration_limit`` (beyond the box nothing is proven).  A model
+    with a box that offers ``widen`` is widened and solved again when its
     solution lies above the box's level or it has none inside (``WIDENINGS``).
     """
     objective = _active_objective(spec.model)
@@ -140,7 +143,11 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
               else f"user objective {objective.name!r} (model scale)"}
     stop = stop_of(out.status)
     if not out.has_solution:
-        if out.status == "infeasible" and boxed:   # proven only inside the box: every solution
+        if out.status == "infeasible" and boxed:   # proven only inside the box, unless ...
+            if _contradictory(spec, backend, tuned, deadline):
+                native["infeasible"] = ("proven without the Big-M box: the rows contradict each "
+                                        "other whatever the coefficients")
+                return SolverRun(None, math.nan, None, "infeasible", [], native)
             native["infeasible"] = (f"no solution with F / objective_scale <= {spec.bound_cap!r} "
                                     f"(the level the widest box was proven for); beyond it "
                                     f"nothing is proven")
@@ -156,6 +163,15 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         bound = min(bound, spec.bound_cap)
     return SolverRun(estimate, spec.objective(estimate),
                      None if bound is None else bound * spec.objective_scale, stop, [], native)
+
+
+def _contradictory(spec: ModelSpec, backend, options, deadline) -> bool:
+    """Whether ``spec.unboxed`` of the model (a relaxation: no box, no rows tying beta to z, a
+    zero objective) is proven infeasible, which proves the edited model infeasible."""
+    if spec.unboxed is None:
+        return False
+    relaxed = spec.unboxed(spec.model.clone())
+    return backend.solve(relaxed, _problem_class(relaxed), options, deadline=deadline).status == "infeasible"
 
 
 def _active_objective(model: pyo.Block):
