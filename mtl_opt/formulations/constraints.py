@@ -128,7 +128,13 @@ def as_constraints(constraints) -> tuple[Constraint, ...]:
     if isinstance(constraints, (Constraint, dict)) or not hasattr(constraints, "__iter__"):
         raise InvalidParameterError(
             f"constraints must be a list of Constraint or dicts; got {type(constraints).__name__}.")
-    return tuple(c if isinstance(c, Constraint) else Constraint.from_dict(c) for c in constraints)
+    out = []
+    for number, c in enumerate(constraints, 1):
+        try:
+            out.append(c if isinstance(c, Constraint) else Constraint.from_dict(c))
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"constraint #{number}: {exc}") from None
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -284,9 +290,10 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     out = SideConstraints.none((K, p))
     include, exclude, lower, upper = out.include, out.exclude, out.lower, out.upper
     counts, shared = [], []
-    for c in stated:
-        tasks = _indices(c.tasks, list(map(str, task_names)), "task", c.kind)
-        features = _indices(c.features, list(map(str, feature_names)), "feature", c.kind)
+    for number, c in enumerate(stated, 1):
+        label = f"constraint #{number} ({c.kind!r})"
+        tasks = _indices(c.tasks, list(map(str, task_names)), "task", label)
+        features = _indices(c.features, list(map(str, feature_names)), "feature", label)
         if c.kind == "include":
             include[np.ix_(tasks, features)] = True
         elif c.kind == "exclude":
@@ -314,8 +321,9 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     return SideConstraints(include, exclude, lower, upper, tuple(counts), tuple(shared), stated)
 
 
-def _indices(names, valid: list, what: str, kind: str) -> list:
-    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them)."""
+def _indices(names, valid: list, what: str, label: str) -> list:
+    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them);
+    ``label`` names the constraint in messages."""
     if names is None:
         return list(range(len(valid)))
     out = []
@@ -326,9 +334,9 @@ def _indices(names, valid: list, what: str, kind: str) -> list:
             out.append(int(name))
         else:
             raise InvalidParameterError(
-                f"{kind!r} constraint: unknown {what} {name!r}; {what}s: {', '.join(valid)}.")
+                f"{label}: unknown {what} {name!r}; {what}s: {', '.join(valid)}.")
     if len(set(out)) != len(out):
-        raise InvalidParameterError(f"{kind!r} constraint: a {what} is listed twice in {list(names)!r}.")
+        raise InvalidParameterError(f"{label}: a {what} is listed twice in {list(names)!r}.")
     return out
 
 
