@@ -50,6 +50,8 @@ IMPROVEMENT = 1e-12
 STABLE_SWEEPS = 1
 #: The phase of the log record that closes a run the deadline stopped.
 TIME_LIMIT = "time limit"
+#: Swaps per task whose refit in the boxes is tried when some coefficient is bounded (``_bounded_swap``).
+BOUNDED_TRIES = 10
 #: The value of a pair a constrained support holds whose best value is 0 (module docstring).
 NUDGE = 1e-300
 
@@ -128,6 +130,13 @@ def _swap_search(problem, B, value, max_swaps, log, clock, deadline):
     for swaps in range(1, max_swaps + 1):
         if deadline.expired():
             break
+        if problem.side.bounded:
+            found = _bounded_swap(problem, B, value + threshold(value))
+            if found is None:
+                break
+            B, value = found
+            log.append(_record("swap", swaps, value, B, clock))
+            continue
         moves = [move for move in best_moves(problem, B) if move[0] < threshold(value)]
         if not moves:
             break
@@ -147,6 +156,19 @@ def _swap_search(problem, B, value, max_swaps, log, clock, deadline):
         B, value = candidate, candidate_value
         log.append(_record("swap", swaps, value, B, clock))
     return B, value
+
+
+def _bounded_swap(problem, B, below):
+    """The first of the best predicted swaps (``BOUNDED_TRIES`` per task) whose refit in the boxes
+    takes F below ``below``, as (B, F(B)), or None: the table predicts the change of the
+    unbounded refits, which the boxes can reverse, so the predictions only rank the moves."""
+    support = _support(problem, B)
+    for move in sorted(best_moves(problem, B, BOUNDED_TRIES), key=lambda move: move[0]):
+        candidate = _fit_on(problem, swapped_support(support, move))
+        value = problem.objective(candidate)
+        if np.isfinite(move[0]) and value < below:
+            return candidate, value
+    return None
 
 
 def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
@@ -411,8 +433,9 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
     return min(moves, key=lambda move: move[0]) if moves else None
 
 
-def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
-    """``best_swap`` of each task (one row move for common-support variants), as a list."""
+def best_moves(problem: SparseProblem, B: np.ndarray, count: int = 1) -> list:
+    """``best_swap`` of each task (one row move for common-support variants), as a list; with
+    ``count`` > 1 the ``count`` best of each."""
     support = problem.indicators(B)
     model = _RefitModel(problem, support)
     counts = support.sum(axis=0).astype(float)
@@ -426,8 +449,10 @@ def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
             delta = (delta + np.nan_to_num(_zbar_delta(problem, dropped, dropped - 1))[:, None]
                      + _zbar_delta(problem, counts, counts + 1)[None, :])
         if np.isfinite(delta).any():
-            d, j = np.unravel_index(np.argmin(delta), delta.shape)
-            moves.append((float(delta[d, j]), task, drops[d], int(j)))
+            ranked = np.argsort(delta, axis=None, kind="stable")[:count] if count > 1 else [np.argmin(delta)]
+            for flat in ranked:
+                d, j = np.unravel_index(flat, delta.shape)
+                moves.append((float(delta[d, j]), task, drops[d], int(j)))
     return moves
 
 
