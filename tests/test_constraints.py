@@ -94,6 +94,7 @@ def test_bcd_is_feasible_and_no_better_than_the_enumerated_optimum(variant, kind
     est = SparseMTL(variant=variant, s=s, lambda_ridge=0.05, constraints=constraints,
                     **PENALTIES[variant]).fit(data)
     assert violations(est.coef_, constraints, s, variant.startswith("cs_")) == []
+    assert est._problem(data)[0].feasible(est.result_.extra["coef_fitted"])   # what OA starts from
     assert est.result_.objective >= reference(data, variant, s, constraints) * (1 - 1e-9)
 
 

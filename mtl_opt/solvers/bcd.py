@@ -72,8 +72,11 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     start, phase, iteration, objective, support size, time.
     Once ``deadline`` passes, every loop stops (after an exact refit) and the
     best answer so far is returned, its log ending with a "time limit" record.
+    Side constraints that no support meets raise InvalidParameterError first
+    (``SideConstraints.check_admits``).
     """
     clock, deadline = time.perf_counter(), deadline or Deadline()
+    problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
     run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
                                        deadline)
     if init is not None:
