@@ -125,7 +125,7 @@ def _solve(args) -> int:
     data = instance.load_data()
     estimator = instance.estimator(backend=args.backend, time_limit=args.time_limit,
                                    rel_gap=args.rel_gap)
-    estimator.check(data)  # refusals before any output, as in validate (fit repeats it: cheap)
+    instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
     if not args.quiet:
         changed = ", ".join(f"{k}={v!r}" for k, v in instance.params.items()) or "defaults"
         print(f"mtl-opt {__version__}  instance {args.instance}")
@@ -146,7 +146,7 @@ def _validate(args) -> int:
     if args.out is not None:
         check_output(args.out, inputs=instance.files)
     data = instance.load_data()
-    instance.estimator().check(data)
+    instance.check(instance.estimator(), data)
     print(f"{args.instance}: valid ({instance.method}, K={data.n_tasks} tasks, "
           f"p={data.n_features} features, n={data.n_total} observations)")
     return ExitCode.OK

@@ -16,6 +16,10 @@
     rel_gap = 1e-6
     seed = 0                    # also: abs_gap, threads, verbose, [solve.solver_options]
 
+    [[constraints]]             # optional, sparse_mtl only: one table per side constraint
+    kind = "include"            # the keys of mtl_opt.formulations.constraints.Constraint
+    features = ["age", "sex"]
+
 Unknown tables or keys are errors: a typo must never be silently ignored.
 """
 
@@ -28,6 +32,7 @@ from pathlib import Path
 
 from .data import MultiTaskData
 from .errors import InstanceFileError, InvalidParameterError
+from .formulations.constraints import as_constraints
 from .tomlfile import only_keys, read_toml
 from .estimators import ESTIMATORS, MTLEstimator
 from .solvers.options import SolveOptions
@@ -84,17 +89,27 @@ class Instance:
         estimator._check_params()
         return estimator
 
+    def check(self, estimator: MTLEstimator, data: MultiTaskData) -> None:
+        """``estimator.check(data)`` (every refusal before a fit); a refused parameter or
+        constraint (e.g. a feature name the data does not have) names this file."""
+        try:
+            estimator.check(data)
+        except InvalidParameterError as exc:
+            raise InstanceFileError(f"{self.path}: {exc}") from None
+
 
 def load_instance(path: str | Path) -> Instance:
     """Parse and check an instance file (data is not read; see ``Instance.load_data``)."""
     path = Path(path)
     raw = read_toml(path, "instance file")
-    only_keys(path, "the top level", raw, {"data", "method", "solve"})
+    only_keys(path, "the top level", raw, {"data", "method", "solve", "constraints"})
     for table in ("data", "method"):
         if not isinstance(raw.get(table), dict):
             raise InstanceFileError(f"{path}: missing [{table}] table.")
     data_spec = _data_spec(path, raw["data"])
     method, params = _method(path, raw["method"])
+    if "constraints" in raw:
+        params["constraints"] = _constraints(path, method, raw["constraints"])
     solve = dict(raw.get("solve", {}))
     only_keys(path, "[solve]", solve, SOLVE_KEYS)
     backend = solve.pop("backend", None)
@@ -122,6 +137,24 @@ def _method(path: Path, table: dict) -> tuple[str, dict]:
     if name not in ESTIMATORS:
         raise InstanceFileError(
             f"{path}: [method] name must be one of {sorted(ESTIMATORS)}; got {name!r}.")
-    allowed = set(ESTIMATORS[name].param_names()) - set(SOLVE_PARAMS)
+    allowed = set(ESTIMATORS[name].param_names()) - set(SOLVE_PARAMS) - {"constraints"}
     only_keys(path, f"[method] ({name})", params, allowed)
     return name, params
+
+
+def _constraints(path: Path, method: str, tables) -> list:
+    """The ``[[constraints]]`` tables as Constraint records, keys checked (names are checked
+    against the data by the estimator's check)."""
+    takers = [name for name, cls in ESTIMATORS.items() if "constraints" in cls.param_names()]
+    if method not in takers:
+        raise InstanceFileError(
+            f"{path}: [[constraints]] tables apply to method {' or '.join(map(repr, takers))}; "
+            f"method {method!r} takes none: remove them or change [method] name.")
+    if not isinstance(tables, list):
+        raise InstanceFileError(
+            f"{path}: constraints must be [[constraints]] tables (one per constraint, with a "
+            f"kind key); got a {type(tables).__name__}.")
+    try:
+        return list(as_constraints(tables))
+    except InvalidParameterError as exc:
+        raise InstanceFileError(f"{path}: [[constraints]] {exc}") from None

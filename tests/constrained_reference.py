@@ -10,7 +10,8 @@ Semantics (those of the exact models): z is a 0-1 support, beta is 0 off z (and 
 problem excludes); a pair with z = 1 may still have beta = 0.  F = loss + ridge + Bbar terms at
 beta + (lambda_zbar / 2) sum_k ||z_k - z_bar||^2.  For the cs_* variants z_k is one column set C
 (|C| <= s) for every task, and task k's coefficients live on C minus its excluded pairs.  The
-constraints restrict z (include: z = 1; exclude: z = 0; at_most / at_least: the count of z over
+constraints restrict z (include: z = 1; exclude: beta = 0, and z = 0 unless the support is
+common: excluded pairs are like the problem's own; at_most / at_least: the count of z over
 the features, per listed task; shared_support: equal z over the tasks) and beta (nonnegative,
 nonpositive, bounds: the box, on the ORIGINAL feature scale times ``x_scale``; a pair off the
 support has beta = 0, so a box without 0 needs z = 1).
@@ -41,7 +42,7 @@ def constrained_optimum(problem, constraints, x_scale=None, feature_names=None):
     K, p = len(problem.Xs), problem.Xs[0].shape[1]
     rules = _Rules(constraints, K, p, list(map(str, problem.task_names)) or None,
                    None if feature_names is None else list(map(str, feature_names)), x_scale)
-    allowed = ~np.asarray(problem.excluded, bool)
+    allowed = ~np.asarray(problem.excluded, bool) & ~rules.exclude
     common = problem.variant.startswith("cs_")
     sets = [frozenset(c) for size in range(problem.s + 1)
             for c in itertools.combinations(range(p), size)]
@@ -114,10 +115,10 @@ class _Rules:
         self.needed = self.include | (self.lower > 0) | (self.upper < 0)
 
     def task_ok(self, k, support) -> bool:
-        """Whether task k's support (a set of features) meets include / exclude / counts."""
+        """Whether task k's support (a set of features) meets include and the counts."""
         z = np.zeros(self.include.shape[1], bool)
         z[list(support)] = True
-        return (not np.any(self.needed[k] & ~z) and not np.any(self.exclude[k] & z)
+        return (not np.any(self.needed[k] & ~z)
                 and all(low <= z[features].sum() <= high
                         for task, features, low, high in self.counts if task == k))
 

@@ -168,7 +168,8 @@ class MTLEstimator:
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
         """Make ``result`` this estimator's ``result_``, with what every result records about
         the fit: the parameters and the (task, feature) pairs the data leave unidentified."""
-        result.params = {k: v for k, v in self.get_params().items() if _is_plain(v)}
+        result.params = {k: _recorded(v) for k, v in self.get_params().items()
+                         if _is_plain(v) or _is_records(v)}
         mask = self._unidentified_mask(data)
         if mask is not None:
             result.unidentified = named_pairs(mask, data.task_names, data.feature_names)
@@ -236,6 +237,18 @@ class MTLEstimator:
                     f"got shape {X.shape}.")
             out.append(X @ self.coef_[k] + self.intercept_[k])
         return out
+
+
+def _is_records(value) -> bool:
+    """A non-empty list of records a result keeps in their dict form (``to_dict``, e.g. the
+    sparse model's constraints) or as the dicts they were given in."""
+    return (isinstance(value, (list, tuple)) and bool(value)
+            and all(isinstance(v, dict) or hasattr(v, "to_dict") for v in value))
+
+
+def _recorded(value):
+    """``value`` as a JSON result records it (``_is_plain`` or ``_is_records``)."""
+    return [v if isinstance(v, dict) else v.to_dict() for v in value] if _is_records(value) else value
 
 
 def _is_plain(value) -> bool:

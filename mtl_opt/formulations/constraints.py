@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, SolverError
 
 #: kind -> (required keys, optional keys) besides ``kind``.
 KINDS = {
@@ -128,7 +128,13 @@ def as_constraints(constraints) -> tuple[Constraint, ...]:
     if isinstance(constraints, (Constraint, dict)) or not hasattr(constraints, "__iter__"):
         raise InvalidParameterError(
             f"constraints must be a list of Constraint or dicts; got {type(constraints).__name__}.")
-    return tuple(c if isinstance(c, Constraint) else Constraint.from_dict(c) for c in constraints)
+    out = []
+    for number, c in enumerate(constraints, 1):
+        try:
+            out.append(c if isinstance(c, Constraint) else Constraint.from_dict(c))
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"constraint #{number}: {exc}") from None
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,58 @@ class SideConstraints:
         return all(np.all(support[list(tasks)][:, list(features)] == support[tasks[0], list(features)])
                    for tasks, features in self.shared)
 
+    def best_support(self, scores: np.ndarray, s: int, allowed: np.ndarray, common: bool):
+        """The (K, p) support with the largest sum of ``scores`` over its pairs, among those that
+        meet the constraints, the ``allowed`` pairs and at most ``s`` features per task, or None
+        when none does.  ``common``: one set of at most s columns for every task (a column scores
+        the sum over the tasks allowed on it).
+
+        Includes alone: the includes plus the best positive scores, per task (or per column).
+        With counts or shared supports, an exact 0-1 program (scipy's HiGHS MILP): greedy picks
+        can break a count or a shared support, and the program also proves when no support exists.
+        """
+        scores = np.where(allowed, scores, 0.0)
+        if common:
+            scores, allowed, include = scores.sum(axis=0)[None], allowed.any(axis=0)[None], self.include.any(axis=0)[None]
+        else:
+            include = self.include
+        if not self.counts and not self.shared:
+            chosen = include.copy()
+            for row, score, ok, forced in zip(chosen, scores, allowed, include):
+                room = s - int(forced.sum())
+                if room < 0:
+                    return None
+                order = [j for j in np.argsort(-score, kind="stable") if ok[j] and not forced[j] and score[j] > 0]
+                row[order[:room]] = True
+            return np.broadcast_to(chosen, self.include.shape).copy()
+        chosen = _best_program(self, scores, s, allowed | include, include)
+        return None if chosen is None else np.broadcast_to(chosen, self.include.shape).copy()
+
+    def check_admits(self, s: int, allowed: np.ndarray, common: bool, task_names=()) -> None:
+        """Raise InvalidParameterError, naming the constraints, when no support with at most ``s``
+        features per task (``best_support``) meets them: checked before any solver runs."""
+        if not self.active:
+            return
+        names = list(task_names) or list(range(self.include.shape[0]))
+        needed = self.include.any(axis=0)[None] if common else self.include
+        for k, row in enumerate(needed):
+            if row.sum() > s:
+                raise InvalidParameterError(
+                    f"the constraints put {int(row.sum())} features in the support of "
+                    f"{'every task' if common else f'task {names[k]!r}'} (include, or a bound "
+                    f"without 0) but s = {s}: raise s or drop some of "
+                    f"{_stated(self, 'include', 'nonnegative', 'nonpositive', 'bounds')}.")
+        for c in self.stated:
+            if c.kind == "at_least" and c.count > s:
+                raise InvalidParameterError(
+                    f"constraint {c.to_dict()} asks for {c.count} features of a task's support, "
+                    f"more than s = {s}: raise s or lower the count.")
+        if self.best_support(np.zeros(self.include.shape), s, allowed, common) is None:
+            raise InvalidParameterError(
+                f"no support of at most s = {s} features per task meets the constraints "
+                f"together ({_stated(self)}); the features a task cannot identify (constant "
+                "there) never enter its support. Relax a count, a shared support or an include.")
+
     def violation(self, B: np.ndarray) -> float:
         """The largest amount by which B leaves its bounds (0 inside them)."""
         return float(max(np.max(self.lower - B, initial=0.0), np.max(B - self.upper, initial=0.0)))
@@ -232,9 +290,10 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     out = SideConstraints.none((K, p))
     include, exclude, lower, upper = out.include, out.exclude, out.lower, out.upper
     counts, shared = [], []
-    for c in stated:
-        tasks = _indices(c.tasks, list(map(str, task_names)), "task", c.kind)
-        features = _indices(c.features, list(map(str, feature_names)), "feature", c.kind)
+    for number, c in enumerate(stated, 1):
+        label = f"constraint #{number} ({c.kind!r})"
+        tasks = _indices(c.tasks, list(map(str, task_names)), "task", label)
+        features = _indices(c.features, list(map(str, feature_names)), "feature", label)
         if c.kind == "include":
             include[np.ix_(tasks, features)] = True
         elif c.kind == "exclude":
@@ -262,8 +321,9 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     return SideConstraints(include, exclude, lower, upper, tuple(counts), tuple(shared), stated)
 
 
-def _indices(names, valid: list, what: str, kind: str) -> list:
-    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them)."""
+def _indices(names, valid: list, what: str, label: str) -> list:
+    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them);
+    ``label`` names the constraint in messages."""
     if names is None:
         return list(range(len(valid)))
     out = []
@@ -274,10 +334,50 @@ def _indices(names, valid: list, what: str, kind: str) -> list:
             out.append(int(name))
         else:
             raise InvalidParameterError(
-                f"{kind!r} constraint: unknown {what} {name!r}; {what}s: {', '.join(valid)}.")
+                f"{label}: unknown {what} {name!r}; {what}s: {', '.join(valid)}.")
     if len(set(out)) != len(out):
-        raise InvalidParameterError(f"{kind!r} constraint: a {what} is listed twice in {list(names)!r}.")
+        raise InvalidParameterError(f"{label}: a {what} is listed twice in {list(names)!r}.")
     return out
+
+
+def _best_program(side: SideConstraints, scores, s, allowed, include):
+    """``best_support`` by a 0-1 program over z (rows of ``scores``: the tasks, or one row for a
+    common support, on which every count applies); None when it is infeasible."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    rows, p = scores.shape
+    index = np.arange(rows * p).reshape(rows, p)
+    A, low, high = [], [], []
+
+    def add(columns, lo, hi):
+        a = np.zeros(rows * p)
+        a[np.ravel(columns)] = 1.0
+        A.append(a), low.append(lo), high.append(hi)
+    for k in range(rows):
+        add(index[k], 0, s)
+    for row in side.counts:
+        add(index[row.task if rows > 1 else 0, list(row.features)], row.at_least, row.at_most)
+    for tasks, features in (side.shared if rows > 1 else ()):
+        for k in tasks[1:]:
+            for j in features:
+                a = np.zeros(rows * p)
+                a[index[k, j]], a[index[tasks[0], j]] = 1.0, -1.0
+                A.append(a), low.append(0), high.append(0)
+    scale = max(float(np.max(np.abs(scores))), 1e-300)
+    result = milp(-(scores / scale).ravel(), integrality=np.ones(rows * p),
+                  bounds=Bounds(include.ravel().astype(float), allowed.ravel().astype(float)),
+                  constraints=LinearConstraint(np.array(A), low, high),
+                  options={"mip_rel_gap": 0.0})
+    if result.x is None:
+        if result.status == 2:
+            return None
+        raise SolverError(f"support selection: scipy's HiGHS MILP returned {result.message!r}.")
+    return result.x.reshape(rows, p) > 0.5
+
+
+def _stated(side: SideConstraints, *kinds) -> str:
+    """The stated constraints (of ``kinds``, default all) as the user wrote them."""
+    return "; ".join(str(c.to_dict()) for c in side.stated if not kinds or c.kind in kinds)
 
 
 def _pairs(mask, task_names, feature_names) -> str:

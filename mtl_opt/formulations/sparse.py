@@ -126,7 +126,8 @@ class SparseProblem:
 
         ``excluded`` defaults to the pairs ``data`` cannot identify (a column constant in the
         task, or all zero without intercept: ``identifiability.unidentified_mask``).  ``side``:
-        the compiled side constraints (``formulations.constraints``), None: none.
+        the compiled side constraints (``formulations.constraints``), None: none; an
+        InvalidParameterError when no support meets them (``SideConstraints.check_admits``).
         """
         if variant not in VARIANTS:
             raise InvalidParameterError(
@@ -152,8 +153,10 @@ class SparseProblem:
             Xs, ys = tuple(data.Xs), tuple(data.ys)
         if excluded is None:
             excluded = unidentified_mask(data.Xs, fit_intercept, collinear=False)
-        return cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
-                   float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names), side)
+        problem = cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
+                      float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names), side)
+        problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
+        return problem
 
     @property
     def n_tasks(self) -> int:

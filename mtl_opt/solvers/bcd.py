@@ -21,6 +21,15 @@ The heuristic for the sparse multi-task objective F of
    move are found too.  Each round applies every task's best improving swap
    (or only the single best, when the tasks' moves interfere), until none
    improves F; the result admits no improving single swap.
+
+Side constraints (``problem.side``, ``mtl_opt.formulations.constraints``) keep every iterate
+feasible: each selection of supports (IHT step, warm-start projection) is
+``SideConstraints.best_support`` on the pairs' gains, each coordinate is clipped to its box, each
+refit on a fixed support is the box-constrained quadratic (``_box_refit``), and swaps that would
+break an include, a count or a shared support are never scored.  A pair the chosen support holds
+whose best value is exactly 0 (a sign bound) keeps the value ``NUDGE`` of an allowed sign, so the
+support read from B (``SideConstraints.support``) is the one chosen: F moves by ~1e-300.
+Without constraints none of this runs.
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ import time
 
 import numpy as np
 import scipy.linalg
+from scipy.optimize import lsq_linear
 
-from ..formulations.sparse import SparseProblem
+from ..formulations.sparse import SparseProblem, _solve_spd
 from ..deadline import Deadline
 from ..resources import one_blas_thread
 
@@ -40,6 +50,10 @@ IMPROVEMENT = 1e-12
 STABLE_SWEEPS = 1
 #: The phase of the log record that closes a run the deadline stopped.
 TIME_LIMIT = "time limit"
+#: Swaps per task whose refit in the boxes is tried when some coefficient is bounded (``_bounded_swap``).
+BOUNDED_TRIES = 10
+#: The value of a pair a constrained support holds whose best value is 0 (module docstring).
+NUDGE = 1e-300
 
 
 @one_blas_thread
@@ -58,8 +72,11 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     start, phase, iteration, objective, support size, time.
     Once ``deadline`` passes, every loop stops (after an exact refit) and the
     best answer so far is returned, its log ending with a "time limit" record.
+    Side constraints that no support meets raise InvalidParameterError first
+    (``SideConstraints.check_admits``).
     """
     clock, deadline = time.perf_counter(), deadline or Deadline()
+    problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
     run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
                                        deadline)
     if init is not None:
@@ -70,8 +87,9 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     if problem.lambda_zbar:  # a shared support costs no Zbar: start from the best one found
         shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2",
                                      lambda_zbar=0.0)
-        starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
-                              max_swaps=max_swaps, deadline=deadline)[0])
+        if _admits(shared):   # (side constraints may rule a shared support out)
+            starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
+                                  max_swaps=max_swaps, deadline=deadline)[0])
     runs = [run(problem, start) for start in starts]
     return _marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock)
 
@@ -90,7 +108,10 @@ def cut_short(log: list) -> bool:
 
 
 def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock, deadline):
-    """IHT on growing active sets from B, an exact refit, then swaps until none improves."""
+    """IHT on growing active sets from B (projected onto the side constraints), an exact refit,
+    then swaps until none improves."""
+    if problem.side.active:
+        B = _project(problem, B)
     value = problem.objective(B)
     log = [_record("start", 0, value, B, clock)]
     B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline)
@@ -112,25 +133,45 @@ def _swap_search(problem, B, value, max_swaps, log, clock, deadline):
     for swaps in range(1, max_swaps + 1):
         if deadline.expired():
             break
+        if problem.side.bounded:
+            found = _bounded_swap(problem, B, value + threshold(value))
+            if found is None:
+                break
+            B, value = found
+            log.append(_record("swap", swaps, value, B, clock))
+            continue
         moves = [move for move in best_moves(problem, B) if move[0] < threshold(value)]
         if not moves:
             break
         best = min(moves, key=lambda move: move[0])
         candidate, candidate_value = None, np.inf
         if len(moves) > 1:
-            support = B != 0
+            support = _support(problem, B)
             for move in moves:
                 support = swapped_support(support, move)
-            candidate = problem.refit(support)
+            candidate = _fit_on(problem, support)
             candidate_value = problem.objective(candidate)
         if candidate_value > value + best[0]:
-            candidate = problem.refit(swapped_support(B != 0, best))
+            candidate = _fit_on(problem, swapped_support(_support(problem, B), best))
             candidate_value = problem.objective(candidate)
         if candidate_value >= value + threshold(value):
             break  # the predicted gain was rounding
         B, value = candidate, candidate_value
         log.append(_record("swap", swaps, value, B, clock))
     return B, value
+
+
+def _bounded_swap(problem, B, below):
+    """The first of the best predicted swaps (``BOUNDED_TRIES`` per task) whose refit in the boxes
+    takes F below ``below``, as (B, F(B)), or None: the table predicts the change of the
+    unbounded refits, which the boxes can reverse, so the predictions only rank the moves."""
+    support = _support(problem, B)
+    for move in sorted(best_moves(problem, B, BOUNDED_TRIES), key=lambda move: move[0]):
+        candidate = _fit_on(problem, swapped_support(support, move))
+        value = problem.objective(candidate)
+        if np.isfinite(move[0]) and value < below:
+            return candidate, value
+    return None
 
 
 def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
@@ -140,7 +181,7 @@ def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
     gradient norm across tasks; it is final when a full sweep selects nothing
     new or does not improve F.
     """
-    support = np.flatnonzero((B != 0).any(axis=0))
+    support = np.flatnonzero(_support(problem, B).any(axis=0) | _needed_columns(problem))
     score = np.sum(np.array([_gradient(problem, B, k) for k in range(problem.n_tasks)]) ** 2, axis=0)
     score[support] = np.inf
     active = np.sort(np.argsort(-score, kind="stable")[:support.size + 3 * problem.s])
@@ -213,14 +254,17 @@ def _record(phase, iteration, value, B, start):
 
 def _refit(problem, B, value):
     """Refit on B's supports; keep whichever of the two is better (the refit should be)."""
-    refit = problem.refit(B != 0)
+    refit = _fit_on(problem, _support(problem, B))
     refit_value = problem.objective(refit)
     return (refit, refit_value) if refit_value <= value else (B, value)
 
 
 def _project(problem, B):
-    """Hard-threshold a warm start onto the feasible set (largest magnitudes kept, excluded pairs 0)."""
+    """Hard-threshold a warm start onto the feasible set (largest magnitudes kept, excluded pairs 0;
+    with side constraints: the best feasible support for the clipped values, ``_select``)."""
     B = np.where(problem.excluded, 0.0, B)
+    if problem.side.active:
+        return _select(problem, B, 0.0, None)
     if problem.common_support:
         keep = np.argsort(-np.sum(B**2, axis=0), kind="stable")[:problem.s]
         out = np.zeros_like(B)
@@ -243,6 +287,8 @@ def _iht_sweep(problem, B, L):
     """One sweep of block IHT (all tasks at once for common support); excluded pairs stay 0."""
     B = B.copy()
     K = problem.n_tasks
+    if problem.side.active:
+        return _constrained_sweep(problem, B, L)
     if problem.common_support:
         tmp = B - np.array([_gradient(problem, B, k) for k in range(K)]) / L
         tmp[problem.excluded] = 0.0
@@ -259,6 +305,113 @@ def _iht_sweep(problem, B, L):
         keep = keep[score[keep] > 0]
         B[k] = 0.0
         B[k, keep] = tmp[keep]
+    return B
+
+
+def _constrained_sweep(problem, B, L):
+    """``_iht_sweep`` under side constraints: each block (a task, or every task at once for a
+    common support or shared supports) steps, then ``_select`` picks its support."""
+    K = problem.n_tasks
+    blocks = [None] if problem.common_support or problem.side.shared else range(K)
+    for k in blocks:
+        rows = slice(None) if k is None else slice(k, k + 1)
+        step = B[rows] - np.array([_gradient(problem, B, t) for t in range(K)[rows]]) / L
+        B[rows] = _select(problem, step, L, k, B)
+    return B
+
+
+def _select(problem, target, L, task, B=None):
+    """Coefficients for the rows ``task`` (None: all) nearest ``target`` on the best support
+    the side constraints allow: a pair scores (L / 2)(t^2 - (clip(t) - t)^2), what keeping it at
+    its clipped value clip(t) saves over 0 in the step's majorizer (L = 0: the plain squared
+    gain, for a projection), minus its exact Zbar cost given the other tasks' supports in B."""
+    side = problem.side if task is None else problem.side.task(task)
+    rows = slice(None) if task is None else slice(task, task + 1)
+    allowed = problem.allowed[rows]
+    clipped = np.clip(np.where(allowed, target, 0.0), side.lower, side.upper)
+    score = (L or 2.0) / 2 * (target**2 - (clipped - target) ** 2)
+    if problem.lambda_zbar and B is not None:
+        K = problem.n_tasks
+        support = problem.side.support(B)
+        others = support.sum(axis=0) - support[rows]
+        score = score - 0.5 * problem.lambda_zbar * (1 - (2 * others + 1) / K)
+    chosen = side.best_support(score, problem.s, allowed, problem.common_support)
+    return _nudged(problem, np.where(chosen & allowed, clipped, 0.0), chosen, rows)
+
+
+def _nudged(problem, B, chosen, rows=slice(None)):
+    """B (the rows ``rows`` of the problem) with ``NUDGE`` on each chosen allowed pair that is 0
+    and not included (for a common support: on a chosen column all zero), of a sign its box allows."""
+    side, allowed = problem.side, problem.allowed[rows]
+    held = (B != 0) | side.include[rows]
+    need = chosen & allowed & ~held
+    if problem.common_support:   # a column needs one non-zero pair, in its first allowed task
+        columns = chosen.any(axis=0) & ~held.any(axis=0)
+        need = columns & (np.cumsum(allowed, axis=0) == 1) & allowed
+    sign = np.where(side.upper[rows] > 0, 1.0, -1.0)
+    return np.where(need & (side.lower[rows] < side.upper[rows]), sign * NUDGE, B)
+
+
+def _support(problem, B):
+    """The support of B that moves and refits start from: its non-zeros, or the exact models' z
+    (``SparseProblem.indicators``) under side constraints."""
+    return problem.indicators(B) if problem.side.active else B != 0
+
+
+def _needed_columns(problem):
+    """(p,) bool: columns the active set must hold so the side constraints can be met on it
+    (included somewhere, or in an at_least group)."""
+    side = problem.side
+    needed = side.include.any(axis=0)
+    for row in side.counts:
+        if row.at_least:
+            needed[list(row.features)] = True
+    return needed
+
+
+def _admits(problem):
+    """Whether some support meets ``problem``'s side constraints."""
+    return not problem.side.active or problem.side.best_support(np.zeros(problem.side.include.shape), problem.s,
+                                     problem.allowed, problem.common_support) is not None
+
+
+def _fit_on(problem, support):
+    """``SparseProblem.refit`` on ``support``; under side constraints inside the boxes
+    (``_box_refit``) and with the support kept (``_nudged``)."""
+    B = problem.refit(support)
+    if not problem.side.active:
+        return B
+    if problem.side.violation(B) > 0:
+        B = _box_refit(problem, support)
+    return _nudged(problem, B, support)
+
+
+def _box_refit(problem, support):
+    """The minimizer of F's continuous part on ``support`` with every coefficient in its box.
+
+    A convex quadratic 0.5 b^T H b - r^T b (``coupled_system``) over a box: with H = V W V^T it is
+    0.5 ||W^1/2 V^T b - W^-1/2 V^T r||^2 + const, a bounded least squares that BVLS (an active-set
+    method) solves exactly; coefficients fixed by their box (lower = upper) are substituted first,
+    and the answer is clipped so the box holds with no tolerance.
+    """
+    H, r = problem.coupled_system(support)
+    pinned = problem.excluded[support]
+    lower = np.where(pinned, 0.0, problem.side.lower[support])
+    upper = np.where(pinned, 0.0, problem.side.upper[support])
+    b = np.where(lower == upper, lower, 0.0)
+    free = lower < upper
+    rhs = r[free] - H[np.ix_(free, ~free)] @ b[~free]
+    H_free = H[np.ix_(free, free)]
+    x = _solve_spd(H_free, rhs) if rhs.size else rhs
+    if np.any((x < lower[free]) | (x > upper[free])):
+        w, V = np.linalg.eigh(H_free)
+        keep = w > 1e-12 * max(w[-1], 0.0)
+        root = np.sqrt(w[keep])
+        x = lsq_linear(root[:, None] * V[:, keep].T, V[:, keep].T @ rhs / root,
+                       bounds=(lower[free], upper[free]), method="bvls", tol=1e-14).x
+    b[free] = np.clip(x, lower[free], upper[free])
+    B = np.zeros(support.shape)
+    B[support] = b
     return B
 
 
@@ -283,22 +436,52 @@ def best_swap(problem: SparseProblem, B: np.ndarray):
     return min(moves, key=lambda move: move[0]) if moves else None
 
 
-def best_moves(problem: SparseProblem, B: np.ndarray) -> list:
-    """``best_swap`` of each task (one row move for common-support variants), as a list."""
+def best_moves(problem: SparseProblem, B: np.ndarray, count: int = 1) -> list:
+    """``best_swap`` of each task (one row move for common-support variants), as a list; with
+    ``count`` > 1 the ``count`` best of each."""
     support = problem.indicators(B)
     model = _RefitModel(problem, support)
     counts = support.sum(axis=0).astype(float)
     moves = []
     for task in [None] if problem.common_support else range(problem.n_tasks):
         delta, drops = _swap_table(problem, model, task)
+        if problem.side.active:
+            delta = np.where(_moves_ok(problem.side, support, task, drops), delta, np.inf)
         if task is not None and problem.lambda_zbar and drops:
             dropped = np.array([counts[i] if i is not None else np.nan for i in drops])
             delta = (delta + np.nan_to_num(_zbar_delta(problem, dropped, dropped - 1))[:, None]
                      + _zbar_delta(problem, counts, counts + 1)[None, :])
         if np.isfinite(delta).any():
-            d, j = np.unravel_index(np.argmin(delta), delta.shape)
-            moves.append((float(delta[d, j]), task, drops[d], int(j)))
+            ranked = np.argsort(delta, axis=None, kind="stable")[:count] if count > 1 else [np.argmin(delta)]
+            for flat in ranked:
+                d, j = np.unravel_index(flat, delta.shape)
+                moves.append((float(delta[d, j]), task, drops[d], int(j)))
     return moves
+
+
+def _moves_ok(side, support, task, drops) -> np.ndarray:
+    """(drops, p) bool: whether the swap (drop ``drops[d]``, add j) of ``task`` (None: a common
+    support's row move) keeps ``support`` within the includes, the counts and the shared supports
+    (a one-task move on a shared feature would break it: shared features move only in IHT)."""
+    row = support[0 if task is None else task]
+    p = row.size
+    dropped = np.zeros((len(drops), p), bool)
+    for d, j in enumerate(drops):
+        if j is not None:
+            dropped[d, j] = True
+    included = side.include.any(axis=0) if task is None else side.include[task]
+    ok = ~(dropped & included).any(axis=1)[:, None] & np.ones((1, p), bool)
+    for count in side.counts:
+        if task is None or count.task == task:
+            group = np.zeros(p, bool)
+            group[list(count.features)] = True
+            after = row[group].sum() - (dropped & group).any(axis=1)[:, None] + group[None, :]
+            ok &= (count.at_least <= after) & (after <= count.at_most)
+    for tasks, features in side.shared:
+        if task in tasks:
+            ok[(dropped[:, list(features)]).any(axis=1)] = False
+            ok[:, list(features)] = False
+    return ok
 
 
 def swapped_support(support: np.ndarray, move) -> np.ndarray:
