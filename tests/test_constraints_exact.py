@@ -135,10 +135,11 @@ def test_refusals_name_a_path_that_works(algorithm, kind, names):
     ("oa_single_tree", "scip", "at_least", {"features": [3, 4, 5], "count": 3}),
     ("miqp", "scip", "at_least", {"features": [3, 4, 5], "count": 3}),
     ("bnb", None, "include", {"features": [3, 4, 5]})])
-def test_infeasible_constraints_are_status_infeasible(algorithm, backend, kind, keys):
-    """More than s = 2 features demanded: the run proves it and says "infeasible"."""
-    est = estimator("l0l2", [{"kind": kind, **keys}], algorithm, backend).fit(tiny_data())
-    assert est.result_.status == "infeasible" and est.result_.lower_bound is None
+def test_infeasible_constraints_are_refused_before_any_path_runs(algorithm, backend, kind, keys):
+    """More than s = 2 features demanded: no support meets the constraints, which the problem's
+    build proves (``check_admits``), so every path refuses them up front, naming them."""
+    with pytest.raises(InvalidParameterError, match=kind):
+        estimator("l0l2", [{"kind": kind, **keys}], algorithm, backend).check(tiny_data())
 
 
 @pytest.mark.parametrize("shift, factor", [(0.0, 1e-6), (1e9, 1.0)])
