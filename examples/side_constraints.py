@@ -38,7 +38,7 @@ SCENARIOS = (
     ("keep x1 and x4 in every task", [{"kind": "include", "features": ["x1", "x4"]}]),
     ("at most 1 of x0, x2, x6", [{"kind": "at_most", "features": ["x0", "x2", "x6"], "count": 1}]),
     ("every effect >= 0", [{"kind": "nonnegative", "features": [f"x{j}" for j in range(30)]}]),
-    ("x9 in [0, 0.5]", [{"kind": "bounds", "features": ["x9"], "lower": 0.0, "upper": 0.5}]),
+    ("x6 in [0, 0.3]", [{"kind": "bounds", "features": ["x6"], "lower": 0.0, "upper": 0.3}]),
     ("task0, task1 share a support", [{"kind": "shared_support", "tasks": ["task0", "task1"]}]),
 )
 
