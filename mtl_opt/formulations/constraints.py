@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+import scipy.sparse
+from scipy.optimize import Bounds, LinearConstraint, milp
 
 from ..errors import InvalidParameterError, SolverError
 
@@ -342,32 +344,30 @@ def _indices(names, valid: list, what: str, label: str) -> list:
 
 def _best_program(side: SideConstraints, scores, s, allowed, include):
     """``best_support`` by a 0-1 program over z (rows of ``scores``: the tasks, or one row for a
-    common support, on which every count applies); None when it is infeasible."""
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
+    common support, on which every count applies); None when it is infeasible.  The rows are
+    sparse: a shared support over p features adds (tasks - 1) p of them."""
     rows, p = scores.shape
     index = np.arange(rows * p).reshape(rows, p)
-    A, low, high = [], [], []
+    entries, low, high = [], [], []   # (row, column, value) of the constraint matrix
 
-    def add(columns, lo, hi):
-        a = np.zeros(rows * p)
-        a[np.ravel(columns)] = 1.0
-        A.append(a), low.append(lo), high.append(hi)
+    def add(columns, values, lo, hi):
+        entries.extend((len(low), c, v) for c, v in zip(np.ravel(columns), values))
+        low.append(lo), high.append(hi)
     for k in range(rows):
-        add(index[k], 0, s)
+        add(index[k], np.ones(p), 0, s)
     for row in side.counts:
-        add(index[row.task if rows > 1 else 0, list(row.features)], row.at_least, row.at_most)
+        columns = index[row.task if rows > 1 else 0, list(row.features)]
+        add(columns, np.ones(columns.size), row.at_least, row.at_most)
     for tasks, features in (side.shared if rows > 1 else ()):
         for k in tasks[1:]:
             for j in features:
-                a = np.zeros(rows * p)
-                a[index[k, j]], a[index[tasks[0], j]] = 1.0, -1.0
-                A.append(a), low.append(0), high.append(0)
+                add((index[k, j], index[tasks[0], j]), (1.0, -1.0), 0, 0)
+    r, c, v = zip(*entries)
+    A = scipy.sparse.csr_array((v, (r, c)), shape=(len(low), rows * p))
     scale = max(float(np.max(np.abs(scores))), 1e-300)
     result = milp(-(scores / scale).ravel(), integrality=np.ones(rows * p),
                   bounds=Bounds(include.ravel().astype(float), allowed.ravel().astype(float)),
-                  constraints=LinearConstraint(np.array(A), low, high),
-                  options={"mip_rel_gap": 0.0})
+                  constraints=LinearConstraint(A, low, high), options={"mip_rel_gap": 0.0})
     if result.x is None:
         if result.status == 2:
             return None
