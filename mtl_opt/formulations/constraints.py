@@ -110,6 +110,9 @@ class Constraint:
                 f"constraint {kind!r}: unknown key(s) {', '.join(map(repr, unknown))}; it takes {keys}.")
         return cls(**entry)
 
+    def __repr__(self) -> str:   # only the keys that are set: the CLI prints the parameters
+        return f"Constraint({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
+
     def to_dict(self) -> dict:
         """The JSON / TOML form: only the keys that are set."""
         return {key: list(value) if isinstance(value, tuple) else value
