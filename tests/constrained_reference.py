@@ -113,6 +113,7 @@ class _Rules:
         if x_scale is not None:
             self.lower, self.upper = self.lower * x_scale, self.upper * x_scale
         self.needed = self.include | (self.lower > 0) | (self.upper < 0)
+        self.exclude |= (self.lower == 0) & (self.upper == 0)   # a box [0, 0] is an exclude
 
     def task_ok(self, k, support) -> bool:
         """Whether task k's support (a set of features) meets include and the counts."""

@@ -197,3 +197,23 @@ def test_instance_constraint_typos_exit_2_with_one_line(tmp_path, edit, phrase):
         proc = run_cli(command, path, *(("--out", tmp_path / "r.json") if command == "solve" else ()))
         assert proc.returncode == ExitCode.INVALID_INPUT, proc.stderr
         assert proc.stderr.count("\n") == 1 and phrase in proc.stderr and str(path) in proc.stderr
+
+
+@pytest.mark.parametrize("algorithm", ["bcd", "miqp"])
+def test_opposite_signs_on_one_feature_exclude_it(algorithm):
+    """nonnegative and nonpositive together leave the box [0, 0]: the feature is out of the
+    support (an exclude), on bcd and on the exact path, which certify the optimum without it; an
+    at_least group that holds it must then be met by the others."""
+    data = tiny_data()
+    both = [{"kind": "nonnegative", "features": ["x0"]}, {"kind": "nonpositive", "features": ["x0"]},
+            {"kind": "at_least", "features": ["x0", "x5"], "count": 1}]
+    est = SparseMTL(variant="zbar_l2", s=2, lambda_ridge=0.05, algorithm=algorithm, constraints=both,
+                    **PENALTIES["zbar_l2"]).fit(data)
+    assert np.all(est.coef_[:, 0] == 0)
+    assert np.all(est.coef_[:, 5] != 0)
+    excluded = [{"kind": "exclude", "features": ["x0"]}, {"kind": "include", "features": ["x5"]}]
+    optimum = reference(data, "zbar_l2", 2, excluded)
+    assert optimum == pytest.approx(reference(data, "zbar_l2", 2, both), rel=1e-12)
+    assert est.result_.objective >= optimum * (1 - 1e-9)
+    if algorithm == "miqp":
+        assert est.result_.status == "optimal" and est.result_.lower_bound <= optimum * (1 + 1e-9)

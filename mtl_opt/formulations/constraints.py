@@ -10,7 +10,8 @@ solver reads.  Kinds (``KINDS``), each for the listed tasks (default: every task
   support;
 - ``nonnegative`` / ``nonpositive``: the sign of the coefficients;
 - ``bounds``: ``lower <= coefficient <= upper`` on the original scale of the features (a box
-  without 0 also puts the feature in the support);
+  without 0 also puts the feature in the support, the box [0, 0] excludes it, as do a
+  nonnegative and a nonpositive constraint together);
 - ``shared_support``: the tasks (at least 2) select the same features (default: all features).
 
 A pair is "in the support" when its coefficient is non-zero or it is included
@@ -318,6 +319,7 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
             "the bounds and signs of some coefficients leave no value (lower > upper for "
             f"{_pairs(lower > upper, task_names, feature_names)}); check the constraints.")
     include |= (lower > 0) | (upper < 0)   # a box without 0 puts the pair in the support
+    exclude |= (lower == 0) & (upper == 0)  # and the box [0, 0] takes it out
     if np.any(include & exclude):
         raise InvalidParameterError(
             f"constraints both include and exclude {_pairs(include & exclude, task_names, feature_names)}.")
