@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     solve.add_argument("instance", type=Path, help="instance file (TOML)")
     solve.add_argument("--backend", help="override [solve] backend (names: `mtl-opt solvers`)")
+    solve.add_argument("--algorithm", help="override [method] algorithm, e.g. 'exact' for a certified "
+                                           "solve (sparse_mtl: the exact method that suits the instance)")
     solve.add_argument("--time-limit", type=finite_float, help="override [solve] time_limit (seconds)")
     solve.add_argument("--rel-gap", type=finite_float, help="override [solve] rel_gap")
     solve.add_argument("--out", type=Path,
@@ -123,11 +125,12 @@ def _solve(args) -> int:
     instance = load_instance(args.instance)
     out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
     data = instance.load_data()
-    estimator = instance.estimator(backend=args.backend, time_limit=args.time_limit,
-                                   rel_gap=args.rel_gap)
+    estimator = instance.estimator(backend=args.backend, algorithm=args.algorithm,
+                                   time_limit=args.time_limit, rel_gap=args.rel_gap)
     instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
     if not args.quiet:
-        changed = ", ".join(f"{k}={v!r}" for k, v in instance.params.items()) or "defaults"
+        params = {**instance.params, **({"algorithm": args.algorithm} if args.algorithm else {})}
+        changed = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
         print(f"mtl-opt {__version__}  instance {args.instance}")
         print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
               f"parameters: {changed}\n")

@@ -74,9 +74,18 @@ class Instance:
             return MultiTaskData.from_npz(data_path, **spec)
         return MultiTaskData.from_csv(data_path, **spec)
 
-    def estimator(self, *, backend: str | None = None, **option_overrides) -> MTLEstimator:
-        """The configured estimator; ``backend`` and options override the file's [solve] table."""
+    def estimator(self, *, backend: str | None = None, algorithm: str | None = None,
+                  **option_overrides) -> MTLEstimator:
+        """The configured estimator; ``backend`` and options override the file's [solve] table,
+        ``algorithm`` its [method] algorithm (e.g. "exact": a certified solve)."""
         cls = ESTIMATORS[self.method]
+        params = dict(self.params)
+        if algorithm is not None:
+            if "algorithm" not in cls.param_names():
+                raise InstanceFileError(
+                    f"{self.path}: method {self.method!r} has one algorithm, so there is none to "
+                    f"choose; drop the algorithm override.")
+            params["algorithm"] = algorithm
         backend = backend or self.backend
         options = self.options.with_updates(**option_overrides)
         takes_solver = "solve_options" in cls.param_names()
@@ -85,7 +94,7 @@ class Instance:
                 f"{self.path}: method {self.method!r} uses no solver, so backend and solve "
                 f"options have no effect; remove them.")
         extra = {"backend": backend, "solve_options": options} if takes_solver else {}
-        estimator = cls(**self.params, **extra)
+        estimator = cls(**params, **extra)
         estimator._check_params()
         return estimator
 

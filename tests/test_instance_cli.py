@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from cli_runner import run_cli
 from tables import assert_same_arrays, assert_same_csv
+from test_sparse import random_problem
 
 from mtl_opt.cli import ExitCode, main
 from mtl_opt.data import MultiTaskData
@@ -314,3 +315,25 @@ def test_every_family_refuses_a_task_without_signal_in_python(tmp_path, estimato
     with pytest.raises(InvalidDataError, match=re.escape(phrase)) as error:
         estimator.fit(data)
     assert "'c'" in str(error.value) and not hasattr(estimator, "result_")
+
+
+def test_cli_algorithm_override_runs_a_certified_solve(tmp_path):
+    """--algorithm exact turns a bcd instance into a certified one (the method that suits it);
+    a name the method does not have (MOLAR's are closed_form and lp) is exit 2 with one line."""
+    problem, _ = random_problem("l0l2", 11, K=2, p=6, n=15, s=2)
+    MultiTaskData(list(problem.Xs), list(problem.ys)).to_npz(tmp_path / "tiny.npz")
+    path = tmp_path / "tiny.toml"
+    path.write_text('[data]\npath = "tiny.npz"\n[method]\nname = "sparse_mtl"\nvariant = "l0l2"\n'
+                    's = 2\nlambda_ridge = 0.1\n')
+    proc = run_cli("solve", path, "--algorithm", "exact", "--out", tmp_path / "r.json")
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert "algorithm='exact'" in proc.stdout
+    result = FitResult.from_json(tmp_path / "r.json")
+    assert result.status == "optimal" and result.algorithm == "oa_single_tree"   # n_k > p
+    proc = run_cli("solve", DEMO, "--algorithm", "exact", "--out", tmp_path / "m.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT and len(proc.stderr.strip().splitlines()) == 1
+    ols = tmp_path / "ols.toml"   # one algorithm: nothing to choose
+    ols.write_text(f'[data]\npath = "{DEMO.parent / "molar_demo.csv"}"\ntask = "task"\nresponse = "y"\n'
+                   f'[method]\nname = "ols"\n')
+    proc = run_cli("solve", ols, "--algorithm", "exact", "--out", tmp_path / "o.json")
+    assert proc.returncode == ExitCode.INVALID_INPUT and "one algorithm" in proc.stderr
