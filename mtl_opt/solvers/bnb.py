@@ -515,8 +515,8 @@ class _ZbarSearch(_Search):
         """Fixing (k, j) in or out leaves the sets of every other column, and shrinks column j's, so
         its minimum m_j rises to m'_j and the penalty falls by m'_j - m_j.  Each column is changed on
         its own, so fixing all of task k's free pairs at once gives every m'_j of that task.  A computed
-        minimum is off by at most gamma_(K+1) times the magnitude (above the column's), so
-        2 gamma_(p+3K+8) (magnitude + |penalty|) covers both minima and the two subtractions.
+        minimum (2K + 3 rounded terms) is off by at most gamma_(2K+3) times the magnitude (above the
+        column's), so 2 gamma_(p+3K+8) (magnitude + |penalty|) covers both minima and the two subtractions.
         """
         penalty = self.safe_penalty(fixed, upper_weights, point)
         prices = self.prices(point)
