@@ -128,6 +128,7 @@ def test_bnb_with_screening_proves_the_enumerated_optimum(variant, lambda_zbar, 
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
     assert final_status(result, 1e-6) == "optimal"
     assert result.objective <= optimum * (1 + 1e-6)
+    assert result.native["screened"] > 0   # the fixings were exercised
 
 
 @pytest.mark.parametrize("scale,offset", [(1e-6, 0.0), (1.0, 1e9)])
