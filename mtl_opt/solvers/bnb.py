@@ -19,7 +19,11 @@ best value it visits is the node's bound.  It climbs a smoothed D (the
 max over z with a -(mu/2)||z||^2 term, mu shrinking tenfold per stage) and
 scores every point on the exact D: the plain D's kinks, where the chosen
 entries tie, stall L-BFGS.  The greedy z at the best r proposes a support,
-refitted as an upper bound.  Nodes are explored best-first, so the
+refitted as an upper bound.  Before a node is split, the same dual point bounds each
+free entry's two children (``child_bounds``, a swap in the greedy z): an entry
+whose "in" child is bounded at or above the incumbent is fixed out for the
+whole subtree, one whose "out" child is, in (node screening, as in L0BnB and
+el0ps).  Nodes are explored best-first, so the
 smallest open bound is the global lower bound; the search stops at
 ``rel_gap``, ``abs_gap`` or the time limit.  Branching follows OKRidge: the
 entry of the node's refitted support whose removal raises F the most.
@@ -86,7 +90,8 @@ _NEVER = -1e30
 
 @one_blas_thread
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
-              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None) -> SolverRun:
+              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None,
+              screening: bool = True) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
     Without a common support or a Zbar term the tasks share nothing, so each
@@ -95,6 +100,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``, or
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
+    ``screening=False`` splits nodes without fixing entries by their children's bounds.
     """
     reason = refusal(problem)
     if reason is not None:
@@ -110,7 +116,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     else:
         parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
     search = _ZbarSearch if problem.lambda_zbar else _Search
-    searches = [search(part, node_iterations, start_from, deadline) for part, start_from in parts]
+    searches = [search(part, node_iterations, start_from, deadline, screening) for part, start_from in parts]
     stop, explored = "converged", 0
     while True:
         lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
@@ -126,7 +132,8 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     B = np.vstack([s.best for s in searches])
     return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],
                       {"solver": "mtl_opt", "solver_version": __version__,
-                       "nodes": explored, "open_nodes": row["cuts"]})
+                       "nodes": explored, "open_nodes": row["cuts"],
+                       "screened": sum(s.screened for s in searches)})
 
 
 def refusal(problem: SparseProblem) -> str | None:
@@ -156,15 +163,17 @@ def _row(searches, explored: int, start: float) -> dict:
 class _Search:
     """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split.
 
-    A node keeps the dual point its bound came from (the residuals r, here), its children's start.
+    A node keeps the dual point its bound came from (the residuals r, here), its children's start
+    and the point that screens its entries before it is split (``screened`` counts the fixings).
     """
 
     #: L-BFGS-B's bounds on the dual point (None: unbounded).
     box = None
 
     def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
-                 deadline: Deadline):
+                 deadline: Deadline, screening: bool = True):
         self.problem, self.node_iterations, self.deadline = problem, node_iterations, deadline
+        self.screening, self.screened = screening, 0
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys])   # task k's residuals: ends[k]:ends[k+1]
         self.abs_Xs = [np.abs(X) for X in problem.Xs]
         self.heap, self.counter = [], itertools.count()
@@ -177,7 +186,7 @@ class _Search:
                 root[problem.side.include] = IN
             else:   # an included pair puts its column in the shared support
                 root[:, problem.side.include.any(axis=0)] = IN
-            self.push(root, self.start())
+            self.push(self._filled(root), self.start())
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -188,12 +197,40 @@ class _Search:
         return min(self.heap[0][0], self.upper) if self.heap else self.upper
 
     def expand(self) -> int:
-        """Branch the open node with the smallest bound (1), or drop it if the incumbent beats it (0)."""
+        """Screen and branch the open node with the smallest bound (1), or drop it if the incumbent beats it (0)."""
         bound, _, fixed, r = heapq.heappop(self.heap)
         if bound >= self.upper:
             return 0
-        self.branch(fixed, r)
+        if self.screening:
+            fixed = self.screen(fixed, r)
+        if fixed is not None and not (fixed == FREE).any():
+            self.offer(self.problem.refit(fixed == IN))
+        elif fixed is not None:
+            self.branch(fixed, r)
         return 1
+
+    def screen(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+        """The node with every free entry fixed whose other child is bounded at or above the incumbent
+        (``child_bounds`` at r); None if some entry's two children both are, or the fixings overfill a
+        budget: then no solution of the node beats the incumbent.  Each fixing alone keeps every such
+        solution, so all of them at once do too."""
+        free = fixed == FREE
+        bound_in, bound_out = self.child_bounds(fixed, r)
+        out, into = free & (bound_in >= self.upper), free & (bound_out >= self.upper)
+        if (out & into).any():
+            return None
+        screened = np.where(out, OUT, np.where(into, IN, fixed)).astype(np.int8)
+        changed = out | into
+        self.screened += int(changed.any(axis=0).sum() if self.problem.common_support else changed.sum())
+        return self._filled(screened)
+
+    def _filled(self, fixed: np.ndarray) -> np.ndarray | None:
+        """``fixed`` with the free entries of its full rows (s fixed in) fixed out; None if a row has more."""
+        count = (fixed == IN).sum(axis=1)
+        if np.any(count > self.problem.s):
+            return None
+        fixed[(count >= self.problem.s)[:, None] & (fixed == FREE)] = OUT
+        return fixed
 
     def offer(self, B: np.ndarray) -> None:
         """Keep B if it is better, and feasible (an incumbent handed in may miss an include)."""
@@ -235,9 +272,7 @@ class _Search:
         for value in (IN, OUT):
             child = fixed.copy()
             child[entry] = value
-            full = (child == IN).sum(axis=1) >= self.problem.s
-            child[full[:, None] & (child == FREE)] = OUT
-            self.push(child, r)
+            self.push(self._filled(child), r)
 
     def _entry(self, k: int, j: int):
         """Index of the branching variable z_jk, or of the column j for common supports."""
@@ -284,6 +319,49 @@ class _Search:
         z on those weights (summed, rounded up) bounds the node's exact penalty max_z z.a from
         above (``safe_penalty``).  The last subtractions are covered by a final gamma_3 term.
         """
+        base, error, upper_weights = self._safe_parts(r)
+        return _lowered(base, error, self.safe_penalty(fixed, upper_weights, r))
+
+    def child_bounds(self, fixed: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(K, p) lower bounds, safe as ``safe_dual``'s, on the node with each free entry fixed in, and out.
+
+        D(r) bounds every node from below at every r (weak duality), so the child's D at the
+        parent's r does: it is ``safe_dual``'s base part with the child's penalty.  Entries not
+        free get the node's own bound.
+        """
+        base, error, upper_weights = self._safe_parts(r)
+        return tuple(_lowered(base, error, penalty) for penalty in self.child_penalties(fixed, upper_weights, r))
+
+    def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray):
+        """Floats above the exact penalty part of -D(r) at each entry's "in" child, and "out" child.
+
+        A row's worst z takes its b = s - |in| heaviest free entries, w_(1) >= ... >= w_(b) >= w_(b+1)
+        (0 past the last; b >= 1 where a row has a free entry, ``_filled``).  Fixing an unchosen
+        entry j in puts it in place of w_(b): the penalty moves by w_j - w_(b); fixing a chosen one
+        out brings in w_(b+1): by w_(b+1) - w_j; the other children keep the node's z.  The two extra
+        terms add their magnitudes to ``safe_penalty``'s error bound, covered by a doubled gamma term.
+        """
+        penalty = self.safe_penalty(fixed, upper_weights, r)
+        common = self.problem.common_support
+        states, weights = (fixed[:1], upper_weights.sum(axis=0)[None]) if common else (fixed, upper_weights)
+        change = np.zeros((2,) + states.shape)      # in, out
+        magnitude = np.zeros_like(change)
+        for i, (state, weight) in enumerate(zip(states, weights)):
+            free = np.flatnonzero(state == FREE)
+            budget = self.problem.s - int((state == IN).sum())
+            order = free[np.argsort(-weight[free], kind="stable")]
+            chosen, rest = order[:budget], order[budget:]
+            following = weight[rest[0]] if len(rest) else 0.0
+            if len(rest):
+                last = weight[chosen[-1]]
+                change[0, i, rest], magnitude[0, i, rest] = weight[rest] - last, weight[rest] + last
+            change[1, i, chosen], magnitude[1, i, chosen] = following - weight[chosen], following + weight[chosen]
+        slack = 2 * _gamma(upper_weights.size + 4) * (penalty + magnitude)
+        children = penalty + change + slack
+        return [np.repeat(child, len(fixed), axis=0) for child in children] if common else list(children)
+
+    def _safe_parts(self, r: np.ndarray):
+        """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
         problem = self.problem
         base, error, upper_weights = 0.0, 0.0, np.empty((problem.n_tasks, problem.n_features))
         for k, (X, abs_X, y) in enumerate(zip(problem.Xs, self.abs_Xs, problem.ys)):
@@ -293,8 +371,7 @@ class _Search:
             slack = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
             upper_weights[k] = (np.abs(X.T @ rk / n) + slack) ** 2 / (2 * problem.lambda_ridge)
         upper_weights *= (1 + _gamma(4)) * problem.allowed
-        penalty = self.safe_penalty(fixed, upper_weights, r)
-        return base - error - penalty - _gamma(3) * (abs(base) + error + abs(penalty))
+        return base, error, upper_weights
 
     def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray) -> float:
         """A float above the exact penalty part of -D(r) at weights below ``upper_weights``."""
@@ -426,10 +503,36 @@ class _ZbarSearch(_Search):
         """
         prices = self.prices(point)
         minima, _ = self._column_minima(fixed, prices[:, None] - upper_weights)
-        magnitude = (self.problem.s * prices.sum() + np.sum((prices[:, None] + upper_weights)[fixed != OUT])
-                     + fixed.shape[1] * self.size_cost.max())
-        slack = 2 * _gamma(fixed.shape[1] + 3 * fixed.shape[0] + 6) * magnitude
+        slack = 2 * _gamma(fixed.shape[1] + 3 * fixed.shape[0] + 6) * self._magnitude(fixed, upper_weights, prices)
         return self.problem.s * prices.sum() - minima.sum() + slack
+
+    def _magnitude(self, fixed: np.ndarray, upper_weights: np.ndarray, prices: np.ndarray) -> float:
+        """The summed magnitudes of the terms of ``safe_penalty`` (above each column minimum's too)."""
+        return (self.problem.s * prices.sum() + np.sum((prices[:, None] + upper_weights)[fixed != OUT])
+                + fixed.shape[1] * self.size_cost.max())
+
+    def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, point: np.ndarray):
+        """Fixing (k, j) in or out leaves the sets of every other column, and shrinks column j's, so
+        its minimum m_j rises to m'_j and the penalty falls by m'_j - m_j.  Each column is changed on
+        its own, so fixing all of task k's free pairs at once gives every m'_j of that task.  A computed
+        minimum (2K + 3 rounded terms) is off by at most gamma_(2K+3) times the magnitude (above the
+        column's), so 2 gamma_(p+3K+8) (magnitude + |penalty|) covers both minima and the two subtractions.
+        """
+        penalty = self.safe_penalty(fixed, upper_weights, point)
+        prices = self.prices(point)
+        cost = prices[:, None] - upper_weights
+        minima, _ = self._column_minima(fixed, cost)
+        K, p = fixed.shape
+        slack = 2 * _gamma(p + 3 * K + 8) * (self._magnitude(fixed, upper_weights, prices) + abs(penalty))
+        children = []
+        for value in (IN, OUT):
+            child_penalty = np.full(fixed.shape, penalty + slack)
+            for k in range(K):
+                child = fixed.copy()
+                child[k, fixed[k] == FREE] = value
+                child_penalty[k] -= self._column_minima(child, cost)[0] - minima
+            children.append(child_penalty)
+        return children
 
     def _column_minima(self, fixed: np.ndarray, cost: np.ndarray):
         """((p,) min_S sum_(k in S) cost_kj + size_cost[|S|] over the sets the node allows, (K, p) argmin).
@@ -484,6 +587,11 @@ class _ZbarSearch(_Search):
             stayed[:, :-1] += adjoint[:, 1:] * add
             adjoint = stayed
         return np.sum(np.where(fixed_in, cost, 0.0), axis=0) - mu * log_total, chances
+
+
+def _lowered(base, error, penalty):
+    """base - penalty, lowered by the error bounds: ``error`` on base, gamma_3 on the two subtractions."""
+    return base - error - penalty - _gamma(3) * (abs(base) + error + abs(penalty))
 
 
 def _gamma(m: int) -> float:

@@ -1,0 +1,163 @@
+"""bnb's node screening: its children's bounds against enumerated child optima, and certified fits."""
+
+import itertools
+
+import numpy as np
+import pytest
+from test_bnb_zbar import enumerated_optimum
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.deadline import Deadline
+from mtl_opt.estimators import SparseMTL
+from mtl_opt.formulations.sparse import SparseProblem
+from mtl_opt.resources import one_blas_thread
+from mtl_opt.solvers import bnb
+from mtl_opt.solvers.method import final_status
+from mtl_opt.solvers.options import SolveOptions
+
+#: (variant, lambda_zbar), and (seed, K, p, n, s): wide (n < p) and tall tasks.
+VARIANTS = [("l0l2", 0.0), ("cs_l2", 0.0), ("zbar_l2", 1.0)]
+SHAPES = [(0, 1, 8, 5, 2), (1, 2, 7, 12, 2), (2, 3, 6, 4, 2), (3, 2, 8, 6, 3), (4, 1, 10, 14, 2)]
+
+
+def data(seed, K, p, n, s, signal=1.0):
+    """Tasks sharing most of an s-sparse truth (so supports, shared or not, matter)."""
+    rng = np.random.default_rng(seed)
+    truth = np.zeros(p)
+    truth[rng.choice(p, s, replace=False)] = signal * rng.uniform(0.5, 1.5, s) * rng.choice([-1, 1], s)
+    Xs = [rng.normal(size=(n, p)) for _ in range(K)]
+    ys = [X @ (truth * rng.uniform(0.7, 1.3, p)) + rng.normal(size=n) for X in Xs]
+    return Xs, ys
+
+
+def problem_of(Xs, ys, variant, s, lambda_zbar, lambda_ridge=0.1):
+    return SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=s, lambda_ridge=lambda_ridge,
+                                   lambda_zbar=lambda_zbar, fit_intercept=False)
+
+
+def child_optimum(Xs, ys, variant, s, lambda_zbar, fixed, lambda_ridge=0.1):
+    """min F over the supports ``fixed`` allows (1 in, 0 out, -1 free), inf if none: per task (and
+    the Zbar term) by ``enumerated_optimum``; for cs_l2 over the shared column sets, each task's
+    ridge fit on the set by its own normal equations."""
+    if np.sum(fixed == 1, axis=1).max() > s:
+        return np.inf
+    if variant != "cs_l2":
+        return enumerated_optimum(Xs, ys, s, lambda_ridge, lambda_zbar, fixed)
+    p, best = fixed.shape[1], np.inf
+    for size in range(s + 1):
+        for cols in itertools.combinations(range(p), size):
+            mask = np.zeros(p, bool)
+            mask[list(cols)] = True
+            if np.any(mask & (fixed[0] == 0)) or np.any(~mask & (fixed[0] == 1)):
+                continue
+            total = 0.0
+            for X, y in zip(Xs, ys):
+                n, Xc = len(y), X[:, mask]
+                beta = np.linalg.solve(Xc.T @ Xc / n + lambda_ridge * np.eye(size), Xc.T @ y / n)
+                total += np.sum((y - Xc @ beta) ** 2) / (2 * n) + lambda_ridge / 2 * beta @ beta
+            best = min(best, total)
+    return best
+
+
+def random_node(rng, variant, K, p, s):
+    """Random fixings (per column for a shared support), at most s in per task."""
+    rows = 1 if variant == "cs_l2" else K
+    fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(rows, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
+    for row in fixed:
+        row[np.flatnonzero(row == bnb.IN)[s - 1:]] = bnb.FREE   # room for one more in
+    return np.repeat(fixed, K, axis=0) if rows == 1 else fixed
+
+
+def entries(fixed, variant):
+    """The free branching variables: pairs, or columns for a shared support."""
+    if variant == "cs_l2":
+        return [(slice(None), j) for j in np.flatnonzero(fixed[0] == bnb.FREE)]
+    return [tuple(e) for e in np.argwhere(fixed == bnb.FREE)]
+
+
+@one_blas_thread
+@pytest.mark.parametrize("variant,lambda_zbar", VARIANTS)
+def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar):
+    """Weak duality: at random dual points and at points L-BFGS climbs to (at the node and at a
+    child), each free entry's "in" and "out" bound is at most the child's enumerated optimum."""
+    rng = np.random.default_rng(7)
+    tight = 0
+    for seed, K, p, n, s in SHAPES:
+        Xs, ys = data(seed, K, p, n, s)
+        problem = problem_of(Xs, ys, variant, s, lambda_zbar)
+        search = (bnb._ZbarSearch if lambda_zbar else bnb._Search)(problem, 40, np.zeros((K, p)), Deadline(30))
+        search.upper = np.inf   # climb without stopping at an incumbent
+        for _ in range(2):
+            fixed = search._filled(random_node(rng, variant, K, p, s))
+            cases = entries(fixed, variant)
+            optima = {}
+            for i, entry in enumerate(cases):
+                for value in (bnb.IN, bnb.OUT):
+                    child = fixed.copy()
+                    child[entry] = value
+                    optima[i, value] = child_optimum(Xs, ys, variant, s, lambda_zbar, child)
+            some_child = fixed.copy()
+            some_child[cases[0]] = bnb.IN
+            points = [search.start() + rng.normal(size=search.start().shape) for _ in range(2)]
+            points += [search.bound(fixed, search.start())[1], search.bound(search._filled(some_child), search.start())[1]]
+            for point in points:
+                if lambda_zbar:
+                    point[search.n_residuals:] = np.maximum(point[search.n_residuals:], 0.0)
+                bound_in, bound_out = search.child_bounds(fixed, point)
+                for i, entry in enumerate(cases):
+                    for value, bounds in ((bnb.IN, bound_in), (bnb.OUT, bound_out)):
+                        optimum = optima[i, value]
+                        bound = np.max(bounds[entry])
+                        assert bound <= optimum + 1e-12 * abs(optimum), (seed, entry, value)
+                        tight += bound > 0.9 * optimum
+    assert tight > 0   # the bounds are not trivially low
+
+
+CASES = [(variant, lambda_zbar, *shape) for variant, lambda_zbar in VARIANTS for shape in SHAPES[:4]]
+
+
+@pytest.mark.parametrize("variant,lambda_zbar,seed,K,p,n,s", CASES)
+def test_bnb_with_screening_proves_the_enumerated_optimum(variant, lambda_zbar, seed, K, p, n, s):
+    """From the empty support, so the tree must find the optimum: a wrong fixing would leave the
+    objective above it, or the bound."""
+    Xs, ys = data(seed, K, p, n, s, signal=3.0)
+    problem = problem_of(Xs, ys, variant, s, lambda_zbar)
+    optimum = child_optimum(Xs, ys, variant, s, lambda_zbar, np.full((K, p), bnb.FREE))
+    start = np.zeros((K, p))
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start)
+    assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
+    assert final_status(result, 1e-6) == "optimal"
+    assert result.objective <= optimum * (1 + 1e-6)
+    assert result.native["screened"] > 0   # the fixings were exercised
+
+
+@pytest.mark.parametrize("scale,offset", [(1e-6, 0.0), (1.0, 1e9)])
+@pytest.mark.parametrize("variant,lambda_zbar", VARIANTS)
+def test_estimator_certifies_with_screening_at_any_scale(variant, lambda_zbar, scale, offset):
+    """y times 1e-6 (lambda_zbar times 1e-12: the same problem in other units) and y + 1e9 with an
+    intercept, through SparseMTL: the optimum is enumerated on the centered, unshifted data."""
+    Xs, ys = data(5, 2, 7, 6, 2, signal=3.0)
+    centered_X = [X - X.mean(axis=0) for X in Xs]
+    centered_y = [y - y.mean() for y in ys]
+    optimum = child_optimum(centered_X, centered_y, variant, 2, lambda_zbar, np.full((2, 7), bnb.FREE)) * scale**2
+    model = SparseMTL(variant=variant, s=2, lambda_ridge=0.1, lambda_zbar=lambda_zbar * scale**2, algorithm="bnb",
+                      standardize=False, solve_options=SolveOptions(time_limit=60))
+    model.fit(MultiTaskData(Xs, [scale * y + offset for y in ys]))
+    result = model.result_
+    assert result.status == "optimal"
+    assert result.lower_bound <= optimum * (1 + 1e-7)
+    assert result.objective == pytest.approx(optimum, rel=1e-5)
+
+
+def test_screening_fixes_entries_and_saves_nodes():
+    """A strong signal (K = 1, p = 30, n = 20 < p): the root's dual point already shows most
+    features out, so screening fixes entries and the tree needs fewer nodes."""
+    Xs, ys = data(3, 1, 30, 20, 4, signal=4.0)
+    problem = problem_of(Xs, ys, "l0l2", 4, 0.0, lambda_ridge=0.5)
+    runs = {on: bnb.solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((1, 30)), screening=on)
+            for on in (True, False)}
+    assert runs[True].native["screened"] > 0 and runs[False].native["screened"] == 0
+    assert runs[True].native["nodes"] < runs[False].native["nodes"]
+    for run in runs.values():
+        assert final_status(run, 1e-6) == "optimal"
+    assert runs[True].objective == pytest.approx(runs[False].objective, rel=1e-9)
