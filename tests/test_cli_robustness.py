@@ -123,8 +123,8 @@ def test_a_failed_write_leaves_the_previous_result_intact(tmp_path):
     """A file-size limit makes every write past 64 bytes fail with EFBIG, as a full disk would."""
     molar = copy_instance("tiny_molar", tmp_path)
     result = tmp_path / "result.json"
-    previous = json.dumps({"objective": 1.0, "note": "an earlier result"})
-    result.write_text(previous)
+    previous = {"objective": 1.0, "note": "an earlier result"}
+    result.write_text(json.dumps(previous))
 
     def limit_file_size():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of death by SIGXFSZ
@@ -134,7 +134,7 @@ def test_a_failed_write_leaves_the_previous_result_intact(tmp_path):
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 2 and out == "", err
     assert len(err.strip().splitlines()) == 1 and str(result) in err and "unchanged" in err, err
-    assert result.read_text() == previous
+    assert json.loads(result.read_text()) == previous   # still the earlier result, whole
     assert sorted(os.listdir(tmp_path)) == ["result.json", "tiny_molar.csv", "tiny_molar.toml"]
 
 
