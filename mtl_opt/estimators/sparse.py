@@ -274,7 +274,6 @@ class SparseMTL(MTLEstimator):
         }
         components = {name: text for name, text in named.items()
                       if model.component(name) is not None and len(model.component(name)) > 0}
-        n_iter_ = n_iter
 
         def decode(solved):
             beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
@@ -282,7 +281,7 @@ class SparseMTL(MTLEstimator):
             return np.where(z > 0.5, beta, 0.0) * root
 
         def finish(run, options):
-            self.n_iter_ = n_iter_
+            self.n_iter_ = n_iter
             return self._result(problem, scaler, std_data, run, METHODS["miqp"], "scip", options)
 
         return ModelSpec(

@@ -256,6 +256,11 @@ class SideConstraints:
         chosen = _best_program(self, scores, s, allowed | include, include)
         return None if chosen is None else np.broadcast_to(chosen, self.include.shape).copy()
 
+    def admits(self, s: int, allowed: np.ndarray, common: bool) -> bool:
+        """Whether some support with at most ``s`` features per task meets the constraints."""
+        return not self.active or self.best_support(np.zeros(self.include.shape), s, allowed,
+                                                    common) is not None
+
     def check_admits(self, s: int, allowed: np.ndarray, common: bool, task_names=()) -> None:
         """Raise InvalidParameterError, naming the constraints, when no support with at most ``s``
         features per task (``best_support``) meets them: checked before any solver runs."""
@@ -275,7 +280,7 @@ class SideConstraints:
                 raise InvalidParameterError(
                     f"constraint {c.to_dict()} asks for {c.count} features of a task's support, "
                     f"more than s = {s}: raise s or lower the count.")
-        if self.best_support(np.zeros(self.include.shape), s, allowed, common) is None:
+        if not self.admits(s, allowed, common):
             raise InvalidParameterError(
                 f"no support of at most s = {s} features per task meets the constraints "
                 f"together ({_stated(self)}); the features a task cannot identify (constant "

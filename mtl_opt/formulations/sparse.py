@@ -542,6 +542,12 @@ def _side_rows(model: pyo.ConcreteModel, side: SideConstraints) -> None:
         m.z[shared[i][0], shared[i][2]] == m.z[shared[i][1], shared[i][2]]))
 
 
+def miqp_box(problem: SparseProblem, big_m: float) -> tuple[np.ndarray, np.ndarray]:
+    """(L, U) (K, p): the MIQP's box at M, [-M, M] cut to the side constraints' bounds where they
+    are tighter (``build_miqp``'s rows L z <= beta <= U z and beta's bounds)."""
+    return np.maximum(-big_m, problem.side.lower), np.minimum(big_m, problem.side.upper)
+
+
 def _row_bound(problem: SparseProblem) -> float:
     """The largest right-hand side of the support rows: s, or a count's (``dual_bound_margin``)."""
     return float(max([problem.s, *(max(row.at_least, row.at_most) for row in problem.side.counts)]))
@@ -622,8 +628,7 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     shifted = [k for k in range(K) if mu[k] > 0]
     rows = [(k, i) for k in range(K) if k not in shifted for i in range(len(problem.ys[k]))]
     model.rows = pyo.Set(initialize=rows, dimen=2)
-    # the side constraints' bounds where they are tighter than M (``SideConstraints``)
-    low, high = np.maximum(-big_m, problem.side.lower), np.minimum(big_m, problem.side.upper)
+    low, high = miqp_box(problem, big_m)
     model.beta = pyo.Var(model.tasks, model.features,
                          bounds=lambda m, k, j: (float(low[k, j]), float(high[k, j])))
     for k, j in np.argwhere(problem.excluded):

@@ -87,7 +87,8 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     if problem.lambda_zbar:  # a shared support costs no Zbar: start from the best one found
         shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2",
                                      lambda_zbar=0.0)
-        if _admits(shared):   # (side constraints may rule a shared support out)
+        # (side constraints may rule a shared support out)
+        if shared.side.admits(shared.s, shared.allowed, shared.common_support):
             starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
                                   max_swaps=max_swaps, deadline=deadline)[0])
     runs = [run(problem, start) for start in starts]
@@ -367,12 +368,6 @@ def _needed_columns(problem):
         if row.at_least:
             needed[list(row.features)] = True
     return needed
-
-
-def _admits(problem):
-    """Whether some support meets ``problem``'s side constraints."""
-    return not problem.side.active or problem.side.best_support(np.zeros(problem.side.include.shape), problem.s,
-                                     problem.allowed, problem.common_support) is not None
 
 
 def _fit_on(problem, support):

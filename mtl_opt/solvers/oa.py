@@ -27,7 +27,7 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
 from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
-                                   coefficient_bound, dual_bound_margin, master_support,
+                                   coefficient_bound, dual_bound_margin, master_support, miqp_box,
                                    perspective_cut)
 from ..result import relative_gap
 from .backends import Backend
@@ -256,9 +256,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
     if isinstance(best, SolverRun):
         return best
-    upper = problem.objective(best)
-    big_m = _proven_big_m(problem, upper)
-    model = build_miqp(problem, big_m, perspective, deadline=deadline)
+    model = _boxed_miqp(problem, best, perspective, deadline)
+    upper, big_m = model.big_m_level, model.big_m
     # SCIP measures its gap on its own primal value, which its feasibility tolerance (1e-6 on
     # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on rows as
     # tight as that gap needs (tighter rows cost time, so only as tight as needed).  SCIP's NLP
@@ -316,9 +315,16 @@ def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool 
         raise InvalidParameterError(
             "the starting point breaks the side constraints, so its objective proves no Big-M; "
             "start from a feasible one (fit with algorithm='miqp' finds one itself).")
+    return _boxed_miqp(problem, best, perspective)
+
+
+def _boxed_miqp(problem: SparseProblem, best: np.ndarray, perspective: bool,
+                deadline: Deadline | None = None) -> pyo.ConcreteModel:
+    """``build_miqp`` with the M proven for every solution at least as good as the feasible point
+    ``best``, kept as ``model.big_m`` and that level F(best) as ``model.big_m_level``."""
     level = problem.objective(best)
     big_m = _proven_big_m(problem, level)
-    model = build_miqp(problem, big_m, perspective)
+    model = build_miqp(problem, big_m, perspective, deadline=deadline)
     model.big_m, model.big_m_level = big_m, level
     return model
 
@@ -327,16 +333,15 @@ def widen_miqp_box(model: pyo.ConcreteModel, problem: SparseProblem, level: floa
     """Rewrite the box of ``miqp_model``'s ``model`` (maybe edited) for every solution with
     F <= ``level``: its rows ``upper``, ``lower`` and the beta bounds at the old M, each clipped
     to the pair's side bounds as ``build_miqp`` clips them (a bound of the user's own stays)."""
-    old, big_m = model.big_m, coefficient_bound(problem, level)
-    side = problem.side
+    big_m = coefficient_bound(problem, level)
+    (old_low, old_high), (low, high) = miqp_box(problem, model.big_m), miqp_box(problem, big_m)
     for (k, j), beta in model.beta.items():
-        high, low = float(min(big_m, side.upper[k, j])), float(max(-big_m, side.lower[k, j]))
-        model.upper[k, j].set_value(beta <= high * model.z[k, j])
-        model.lower[k, j].set_value(beta >= low * model.z[k, j])
-        if beta.ub == min(old, side.upper[k, j]):
-            beta.setub(high)
-        if beta.lb == max(-old, side.lower[k, j]):
-            beta.setlb(low)
+        model.upper[k, j].set_value(beta <= float(high[k, j]) * model.z[k, j])
+        model.lower[k, j].set_value(beta >= float(low[k, j]) * model.z[k, j])
+        if beta.ub == old_high[k, j]:
+            beta.setub(float(high[k, j]))
+        if beta.lb == old_low[k, j]:
+            beta.setlb(float(low[k, j]))
     model.big_m, model.big_m_level = big_m, level
     model.largest_bound = max(model.largest_bound, big_m)
 
