@@ -50,9 +50,13 @@ every bound (their beta is fixed at 0), and are fixed out at the root where supp
 Included pairs (side constraints) are fixed in at the root (their column, for a common support):
 the bounds above already take a node's fixed-in entries, whose beta stays free (0 allowed).
 
-Scope: variants without a Bbar term (``l0l2``, ``cs_l2``, ``zbar_l2``, or
-any variant with lambda_bbar = 0) and lambda_ridge > 0.  The bound uses
-lambda_ridge alone, not the curvature outer approximation borrows when
+With the Bbar term (``_BbarSearch``) a column's coefficients are coupled through beta_bar, so
+its conjugate is no longer a sum over tasks: the same priced bound enumerates each column's
+2^K task sets (K <= ``MAX_BBAR_TASKS``) with the exact conjugate of the ridge and Bbar terms on
+each set.
+
+Scope: lambda_ridge > 0, and no Zbar or Bbar term on a common support (``cs_bbar``).  The bound
+uses the penalties' curvature alone, not the curvature outer approximation borrows when
 n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
 """
 
@@ -61,6 +65,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from fractions import Fraction
 
 import numpy as np
 import scipy.optimize
@@ -84,6 +89,9 @@ STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
 FREE, OUT, IN = -1, 0, 1
+#: With a Bbar term each column's 2^K task sets are enumerated (``_BbarSearch``): up to K = 10,
+#: 1024 sets per column.
+MAX_BBAR_TASKS = 10
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 
@@ -111,11 +119,11 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                          [], {"solver": "mtl_opt", "solver_version": __version__,
                               "why": "the included features exceed s"})
     deadline = deadline or Deadline(options.time_limit)
-    if problem.common_support or problem.lambda_zbar:
+    if problem.common_support or problem.lambda_zbar or problem.lambda_bbar:
         parts = [(problem, incumbent)]
     else:
         parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
-    search = _ZbarSearch if problem.lambda_zbar else _Search
+    search = _BbarSearch if problem.lambda_bbar else _ZbarSearch if problem.lambda_zbar else _Search
     searches = [search(part, node_iterations, start_from, deadline, screening) for part, start_from in parts]
     stop, explored = "converged", 0
     while True:
@@ -138,9 +146,13 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
 
 def refusal(problem: SparseProblem) -> str | None:
     """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
-    if problem.lambda_bbar or not problem.lambda_ridge > 0 or (problem.lambda_zbar and problem.common_support):
-        return ("algorithm='bnb' needs lambda_ridge > 0, no Bbar term (lambda_bbar = 0) and no "
-                "Zbar term on a common support; use algorithm='oa_multi_tree', which models them.")
+    if not problem.lambda_ridge > 0 or (problem.common_support and (problem.lambda_zbar or problem.lambda_bbar)):
+        return ("algorithm='bnb' needs lambda_ridge > 0, and no Zbar or Bbar term on a common "
+                "support; use algorithm='oa_multi_tree', which models them.")
+    if problem.lambda_bbar and problem.n_tasks > MAX_BBAR_TASKS:
+        return (f"algorithm='bnb' with a Bbar term enumerates the 2^K task sets of each column, "
+                f"for K <= {MAX_BBAR_TASKS} tasks (here K = {problem.n_tasks}); use "
+                f"algorithm='oa_multi_tree', which models any K.")
     side = problem.side
     if side.bounded:
         return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
@@ -362,16 +374,22 @@ class _Search:
 
     def _safe_parts(self, r: np.ndarray):
         """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
+        base, error, v, slack = self._safe_slopes(r)
+        upper_weights = (np.abs(v) + slack) ** 2 / (2 * self.problem.lambda_ridge)
+        return base, error, upper_weights * (1 + _gamma(4)) * self.problem.allowed
+
+    def _safe_slopes(self, r: np.ndarray):
+        """(base, its error bound, the slopes v (K, p), a bound on each slope's error) at r."""
         problem = self.problem
-        base, error, upper_weights = 0.0, 0.0, np.empty((problem.n_tasks, problem.n_features))
+        base, error = 0.0, 0.0
+        v, slack = np.empty((problem.n_tasks, problem.n_features)), np.empty((problem.n_tasks, problem.n_features))
         for k, (X, abs_X, y) in enumerate(zip(problem.Xs, self.abs_Xs, problem.ys)):
             rk, n = r[self.ends[k]:self.ends[k + 1]], len(y)
             base += (y @ rk - rk @ rk / 2) / n
             error += _gamma(n + 3 + problem.n_tasks) * (np.abs(y) @ np.abs(rk) + rk @ rk / 2) / n
-            slack = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
-            upper_weights[k] = (np.abs(X.T @ rk / n) + slack) ** 2 / (2 * problem.lambda_ridge)
-        upper_weights *= (1 + _gamma(4)) * problem.allowed
-        return base, error, upper_weights
+            slack[k] = _gamma(n + 1) * (np.abs(rk) @ abs_X) / n
+            v[k] = X.T @ rk / n
+        return base, error, v, slack
 
     def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray) -> float:
         """A float above the exact penalty part of -D(r) at weights below ``upper_weights``."""
@@ -393,15 +411,20 @@ class _Search:
         a = v**2 / (2 * lam)
         chosen = self._greedy(fixed, a)
         z = self._smoothed(fixed, a, mu)
-        base = 0.0
-        gradient = np.empty_like(r)
-        for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
-            rk, n = r[self.ends[k]:self.ends[k + 1]], len(y)
-            base += (y @ rk - rk @ rk / 2) / n
-            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ (z[k] * v[k]) / lam) / n
+        base, gradient = self._loss_part(r, z * v / lam)
         free = fixed == FREE
         penalty = np.sum(z[free] ** 2) / (problem.n_tasks if problem.common_support else 1)
         return (base - np.sum(a[chosen]), chosen), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+
+    def _loss_part(self, point: np.ndarray, penalty_slopes: np.ndarray):
+        """(sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k, the gradient in the point of that minus a penalty
+        part whose gradient in v is ``penalty_slopes`` (K, p); the K prices' entries left to fill)."""
+        base, gradient = 0.0, np.empty_like(point)
+        for k, (X, y) in enumerate(zip(self.problem.Xs, self.problem.ys)):
+            rk, n = point[self.ends[k]:self.ends[k + 1]], len(y)
+            base += (y @ rk - rk @ rk / 2) / n
+            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ penalty_slopes[k]) / n
+        return base, gradient
 
     def worst(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray:
         """The node's worst support at the dual point ``r`` (a feasible one: it is refitted)."""
@@ -472,11 +495,7 @@ class _ZbarSearch(_Search):
         cost = prices[:, None] - v**2 / (2 * lam)
         minima, chosen = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
-        base, gradient = 0.0, np.empty_like(point)
-        for k, (X, y) in enumerate(zip(problem.Xs, problem.ys)):
-            rk, n = point[self.ends[k]:self.ends[k + 1]], len(y)
-            base += (y @ rk - rk @ rk / 2) / n
-            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ (z[k] * v[k]) / lam) / n
+        base, gradient = self._loss_part(point, z * v / lam)
         gradient[self.n_residuals:] = z.sum(axis=1) - problem.s
         budget = problem.s * prices.sum()
         return ((base - budget + minima.sum(), self._within_budget(fixed, chosen, point)),
@@ -589,9 +608,142 @@ class _ZbarSearch(_Search):
         return np.sum(np.where(fixed_in, cost, 0.0), axis=0) - mu * log_total, chances
 
 
+class _BbarSearch(_ZbarSearch):
+    """The joint tree of a Bbar variant (with or without a Zbar term): each column's task sets enumerated.
+
+    On the tasks S using column j (the others' coefficients 0), the ridge and Bbar terms are
+    b'Q_S b / 2 with Q_S = a I - c 11', a = lambda_ridge + lambda_bbar, c = lambda_bbar / K (beta_bar
+    averages over all K tasks), whose conjugate is, by Sherman-Morrison (a - c|S| >= lambda_ridge > 0),
+
+        g_S(v) = ||v_S||^2 / (2a) + C_|S| (sum_(k in S) v_k)^2,   C_m = c / (2a (a - c m)).
+
+    For a fixed support, F is the max over r of base(r) - sum_j g_(S_j)(v_j) plus the Zbar term (the
+    dual of its convex part), so ``_ZbarSearch``'s bound holds with g_S in place of sum_(k in S) w_jk:
+
+        F >= base(r) - s sum_k pi_k + sum_j min_S [sum_(k in S) pi_k - g_S(v_j) + (lambda_zbar/2) P(|S|)]
+
+    for every r and pi >= 0, S over the task sets the node allows for column j, all 2^K of them
+    enumerated (``MAX_BBAR_TASKS``).  C_|S| is what the Bbar term adds: a column's coefficients are
+    priced at lambda_ridge + lambda_bbar along the tasks' differences, at lambda_ridge along their mean.
+    """
+
+    def __init__(self, problem: SparseProblem, *args):
+        K = problem.n_tasks
+        codes = np.arange(2**K)
+        #: set number i holds task k iff bit k of i is 1: (2^K, K) 0/1, and each set's size
+        self.sets = ((codes[:, None] >> np.arange(K)) & 1).astype(float)
+        self.set_codes, self.set_sizes = codes, self.sets.sum(axis=1).astype(int)
+        a = Fraction(problem.lambda_ridge) + Fraction(problem.lambda_bbar)
+        c = Fraction(problem.lambda_bbar) / K
+        #: 1 / (2a) and C_|S| per set, rounded up from exact rationals (so above the exact values)
+        self.inverse = _rounded_up(1 / (2 * a))
+        self.coupling = np.array([_rounded_up(c / (2 * a * (a - c * m))) for m in self.set_sizes])
+        super().__init__(problem, *args)
+
+    @property
+    def set_cost(self) -> np.ndarray:
+        """(2^K,) each set's Zbar cost (lambda_zbar/2) P(|S|)."""
+        return self.size_cost[self.set_sizes]
+
+    def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
+        """((D(r, pi), the worst support), (D smoothed by a softmin over each column's sets, its gradient))."""
+        v, prices = self._slopes(point), self.prices(point)
+        sums = v.T @ self.sets.T                                     # (p, 2^K): sum_(k in S) v_jk
+        g = self.inverse * ((v**2).T @ self.sets.T) + self.coupling * sums**2
+        totals = self._totals(fixed, g, prices)
+        minima, chosen = self._set_minima(totals)
+        scaled = -totals / mu
+        top = scaled.max(axis=1, keepdims=True)
+        weights = np.exp(scaled - top)
+        mass = weights.sum(axis=1, keepdims=True)
+        chances = weights / mass                                     # (p, 2^K), 0 on disallowed sets
+        softminima = -mu * (top[:, 0] + np.log(mass[:, 0]))
+        z = (chances @ self.sets).T
+        slopes = z * v * (2 * self.inverse) + ((chances * (2 * self.coupling) * sums) @ self.sets).T
+        base, gradient = self._loss_part(point, slopes * self.problem.allowed)
+        gradient[self.n_residuals:] = z.sum(axis=1) - self.problem.s
+        budget = self.problem.s * prices.sum()
+        return ((base - budget + minima.sum(), self._within_budget(fixed, chosen, point)),
+                (base - budget + softminima.sum(), gradient))
+
+    def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
+        v, prices = self._slopes(point), self.prices(point)
+        g = self.inverse * ((v**2).T @ self.sets.T) + self.coupling * (v.T @ self.sets.T) ** 2
+        return self._within_budget(fixed, self._set_minima(self._totals(fixed, g, prices))[1], point)
+
+    def _totals(self, fixed: np.ndarray, g: np.ndarray, prices: np.ndarray) -> np.ndarray:
+        """(p, 2^K) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids
+        (missing a fixed-in task or holding a fixed-out one)."""
+        in_codes = (fixed == IN).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
+        out_codes = (fixed == OUT).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
+        codes = self.set_codes[None, :]
+        allowed = ((codes & in_codes[:, None]) == in_codes[:, None]) & ((codes & out_codes[:, None]) == 0)
+        return np.where(allowed, (self.sets @ prices + self.set_cost) - g, np.inf)
+
+    def _set_minima(self, totals: np.ndarray):
+        """((p,) each column's smallest total, (K, p) the tasks of its set)."""
+        best = np.argmin(totals, axis=1)
+        return totals[np.arange(len(best)), best], self.sets[best].T > 0.5
+
+    def _safe_parts(self, r: np.ndarray):
+        """(base, its error bound, (v, bounds on the slopes' errors)): g_S needs the slopes' signs."""
+        base, error, v, slack = self._safe_slopes(r)
+        allowed = self.problem.allowed
+        return base, error, (v * allowed, slack * allowed)
+
+    def _safe_totals(self, fixed: np.ndarray, slopes, prices: np.ndarray):
+        """(``_totals`` at g_S raised above the exact g_S of every slope within its error bound, the
+        magnitude of each total's terms).  |sum_S v| <= |computed sum| + sum_S (slack + 2 gamma_(K+2) |v|)."""
+        v, slack = slopes
+        reach = np.abs(v) + slack
+        sums = np.abs(v.T @ self.sets.T) + (slack + 2 * _gamma(v.shape[0] + 2) * np.abs(v)).T @ self.sets.T
+        g = self.inverse * ((reach**2).T @ self.sets.T) + self.coupling * sums**2
+        totals = self._totals(fixed, g, prices)
+        return totals, np.where(np.isfinite(totals), self.sets @ prices + self.set_cost + g, 0.0)
+
+    def safe_penalty(self, fixed: np.ndarray, slopes, point: np.ndarray) -> float:
+        """s sum pi - sum_j min_S(...) at the raised g_S (``_safe_totals``), plus a bound on the rounding:
+        a set's total is at most 2K + 8 rounded operations deep, the sums over columns and prices add
+        p + K + 2, so 2 gamma_(p + 3K + 10) times the magnitudes covers them (doubled for their own rounding)."""
+        return self._safe_penalty_parts(fixed, slopes, point)[0]
+
+    def _safe_penalty_parts(self, fixed, slopes, point):
+        """(``safe_penalty``, the safe totals, their column minima, the rounding slack)."""
+        prices = self.prices(point)
+        totals, magnitude = self._safe_totals(fixed, slopes, prices)
+        minima = totals.min(axis=1)
+        K, p = fixed.shape
+        budget = self.problem.s * prices.sum()
+        slack = 2 * _gamma(p + 3 * K + 10) * (budget + magnitude.max(axis=1).sum())
+        return budget - minima.sum() + slack, totals, minima, slack
+
+    def child_penalties(self, fixed: np.ndarray, slopes, point: np.ndarray):
+        """Fixing a free (k, j) in (out) keeps column j's sets holding (not holding) task k: its minimum
+        rises from m_j to m'_j and the penalty falls by m'_j - m_j, the other columns unchanged.  The
+        two extra minima and subtractions are covered by adding |penalty| to the slack's magnitude."""
+        penalty, totals, minima, slack = self._safe_penalty_parts(fixed, slopes, point)
+        extra = slack + 2 * _gamma(fixed.shape[1] + 3 * fixed.shape[0] + 10) * abs(penalty)
+        free = fixed == FREE
+        children = []
+        for holds in (True, False):
+            child = np.full(fixed.shape, penalty)
+            for k in range(fixed.shape[0]):
+                keeps = (self.sets[:, k] > 0.5) == holds
+                rise = np.where(keeps[None, :], totals, np.inf).min(axis=1) - minima
+                child[k] = np.where(free[k], penalty - rise + extra, penalty)
+            children.append(child)
+        return children
+
+
 def _lowered(base, error, penalty):
     """base - penalty, lowered by the error bounds: ``error`` on base, gamma_3 on the two subtractions."""
     return base - error - penalty - _gamma(3) * (abs(base) + error + abs(penalty))
+
+
+def _rounded_up(value: Fraction) -> float:
+    """The smallest float at or above the rational ``value`` (``float()`` rounds to nearest)."""
+    nearest = float(value)
+    return nearest if Fraction(nearest) >= value else float(np.nextafter(nearest, np.inf))
 
 
 def _gamma(m: int) -> float:

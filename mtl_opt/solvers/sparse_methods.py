@@ -91,7 +91,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("miqp", ("scip",), True, _exact_curvature, _miqp,
            "Big-M perspective MIQP", "miqp", "Big-M MIQP dual bound"),
     Method("bnb", (None,), True, _bnb_scope, _bnb,
-           "branch and bound, perspective-dual node bounds (no Bbar)",
+           "branch and bound, perspective-dual node bounds",
            None, "smallest open node's perspective dual bound"),
 )}
 #: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spelling "oa".
