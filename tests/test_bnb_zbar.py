@@ -86,18 +86,20 @@ def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, la
     assert problem.feasible(result.estimate)
 
 
+@pytest.mark.parametrize("search_class", [bnb._ZbarSearch, bnb._SetSearch])
 @one_blas_thread   # as solve_bnb runs: L-BFGS-B's tiny BLAS calls on spinning threads crawl under load
-def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point():
+def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_class):
     """D(r, pi) bounds the node from below for every r and every pi >= 0 (weak duality), not
     only at the maximizer: random fixings (an excluded pair among them), random residuals and
     prices, from 0 to far above the weights, and the point 40 L-BFGS steps climb to (no
-    incumbent to stop it), on a wide and a tall instance."""
+    incumbent to stop it), on a wide and a tall instance; by the recursion over tasks and by
+    the enumeration of each column's task sets (what solve_bnb runs for K <= 6)."""
     rng = np.random.default_rng(11)
     for K, p, n, s, lambda_zbar in [(3, 6, 4, 2, 1.0), (2, 7, 12, 3, 10.0)]:
         excluded = np.zeros((K, p), bool)
         excluded[0, 1] = True
         problem, Xs, ys = instance(20 + K, K, p, n, s, 0.1, lambda_zbar, excluded)
-        search = bnb._ZbarSearch(problem, 40, np.zeros((K, p)), Deadline(30))
+        search = search_class(problem, 40, np.zeros((K, p)), Deadline(30))
         for _ in range(12):
             fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(K, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
             fixed[excluded] = bnb.OUT
