@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.linalg
 from test_bnb_screening import data, random_node
 
 from mtl_opt.data import MultiTaskData
@@ -21,8 +22,9 @@ from mtl_opt.solvers.options import SolveOptions
 class Enumeration:
     """F minimized exactly on every combination of per-task supports (|S_k| <= s, no excluded pair).
 
-    F = sum_k ||y_k - X_k b_k||^2 / (2 n_k) + (lambda_ridge/2) ||B||^2 + (lambda_bbar/2) sum_k ||b_k - mean_k b_k||^2
-        + (lambda_zbar/2) sum_j c_j (K - c_j) / K,  c_j the tasks whose support holds column j.
+    F = sum_k ||y_k - X_k b_k||^2 / (2 n_k) + (lambda_ridge/2) ||B||^2
+        + (lambda_bbar/2) sum_k ||b_k - mean_k b_k||^2 + (lambda_zbar/2) sum_j c_j (K - c_j) / K,
+    c_j the tasks whose support holds column j.
     Over the pairs (k, j) the smooth part is q0 - q.b + b'Hb / 2 with H = blockdiag_k(X_k'X_k / n_k)
     + (lambda_ridge + lambda_bbar) I - (lambda_bbar / K) [same column]; its minimum on a support is
     H_SS^-1 q_S, solved for all the supports with the same number of pairs in one batch.
@@ -39,10 +41,8 @@ class Enumeration:
             per_task.append(np.array([row for row in rows if not np.any(row & excluded[k])]))
         picks = np.stack(np.meshgrid(*[np.arange(len(m)) for m in per_task], indexing="ij"), -1).reshape(-1, K)
         self.masks = np.stack([per_task[k][picks[:, k]] for k in range(K)], axis=1)     # (N, K, p)
-        H = np.zeros((K * p, K * p))
-        for k, (X, y) in enumerate(zip(Xs, ys)):
-            H[k * p:(k + 1) * p, k * p:(k + 1) * p] = X.T @ X / len(y)
-        H += (lambda_ridge + lambda_bbar) * np.eye(K * p) - lambda_bbar / K * np.kron(np.ones((K, K)), np.eye(p))
+        H = (scipy.linalg.block_diag(*[X.T @ X / len(y) for X, y in zip(Xs, ys)])
+             + (lambda_ridge + lambda_bbar) * np.eye(K * p) - lambda_bbar / K * np.kron(np.ones((K, K)), np.eye(p)))
         q = np.concatenate([X.T @ y / len(y) for X, y in zip(Xs, ys)])
         flat = self.masks.reshape(len(picks), K * p)
         B = np.zeros(flat.shape)
@@ -56,14 +56,15 @@ class Enumeration:
         loss = sum(np.sum((y - B[:, k] @ X.T) ** 2, axis=1) / (2 * len(y)) for k, (X, y) in enumerate(zip(Xs, ys)))
         spread = B - B.mean(axis=1, keepdims=True)
         counts = self.masks.sum(axis=1)
-        self.values = (loss + lambda_ridge / 2 * np.sum(B**2, axis=(1, 2)) + lambda_bbar / 2 * np.sum(spread**2, axis=(1, 2))
+        self.values = (loss + lambda_ridge / 2 * np.sum(B**2, axis=(1, 2))
+                       + lambda_bbar / 2 * np.sum(spread**2, axis=(1, 2))
                        + lambda_zbar / 2 * np.sum(counts * (K - counts) / K, axis=1))
 
     def optimum(self, fixed=None) -> float:
         """min F over the supports ``fixed`` (bnb's codes: IN, OUT, FREE) allows; inf if none."""
         if fixed is None:
             return float(self.values.min())
-        ok = ~np.any(self.masks & (fixed == bnb.OUT), axis=(1, 2)) & ~np.any(~self.masks & (fixed == bnb.IN), axis=(1, 2))
+        ok = ~np.any((self.masks & (fixed == bnb.OUT)) | (~self.masks & (fixed == bnb.IN)), axis=(1, 2))
         return float(self.values[ok].min()) if ok.any() else np.inf
 
 
