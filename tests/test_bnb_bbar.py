@@ -97,7 +97,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
     table = Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    search = bnb._BbarSearch(problem, 200, np.zeros((K, p)), Deadline(30))
+    search = bnb._SetSearch(problem, 200, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     y, tight = np.concatenate(ys), 0
     for _ in range(6):
@@ -135,7 +135,7 @@ def test_bbar_child_bounds_are_below_the_enumerated_child_optima(
     Xs, ys = data(seed, K, p, n, s)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
     table = Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar)
-    search = bnb._BbarSearch(problem, 40, np.zeros((K, p)), Deadline(30))
+    search = bnb._SetSearch(problem, 40, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     tight = 0
     for _ in range(3):
@@ -226,7 +226,7 @@ def test_exact_picks_bnb_for_a_wide_bbar_problem_and_certifies():
 
 def test_bnb_refuses_bbar_only_beyond_its_scope_and_names_a_path_that_works():
     """cs_bbar and K > MAX_BBAR_TASKS are refused up front, naming oa_multi_tree; at K = MAX_BBAR_TASKS
-    (1024 task sets per column) bnb certifies the enumerated optimum (p = 2, s = 1: 3^10 supports)."""
+    (2^K task sets per column) bnb certifies the enumerated optimum (p = 2, s = 1: 3^K supports)."""
     def model(variant, s):
         return SparseMTL(variant=variant, s=s, lambda_ridge=0.1, lambda_bbar=5.0, algorithm="bnb",
                          standardize=False, solve_options=SolveOptions(time_limit=60))
