@@ -89,6 +89,13 @@ NODE_ITERATIONS = 1000
 STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
+#: A smoothing stage ends when an L-BFGS step gains less than this relative to the dual's value
+#: (it was 1e-13: ~1000 evaluations per node, on digits that prune nothing).  Measured
+#: (BENCHMARKS.md, "bnb: fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
+#: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
+#: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
+#: with 1e-7, 5.8 / 5.94% with 1e-5.
+FTOL = 1e-7
 FREE, OUT, IN = -1, 0, 1
 #: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term up to
 #: ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
@@ -187,11 +194,6 @@ class _Search:
 
     #: L-BFGS-B's bounds on the dual point (None: unbounded).
     box = None
-    #: A smoothing stage ends when an L-BFGS step gains less than this relative to the dual's
-    #: value: on the sMTL simulation (cs_l2 seed 1, 30 s) 1e-13 left a 2.01% gap after 148 nodes,
-    #: 1e-7 1.5% (451), 1e-5 1.13% (1181); OKRidge's p = 1000 seeds 0-2 took 15.1 / 13.5 / 18.8 s
-    #: at 1e-13, 9.8 / 13.7 / 12.0 s at 1e-5 (BENCHMARKS.md, "Exact sparse solvers").
-    ftol = 1e-5
 
     def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
                  deadline: Deadline, screening: bool = True):
@@ -325,7 +327,7 @@ class _Search:
             for mu in self.mu_schedule():
                 run = scipy.optimize.minimize(negative_smoothed, r, args=(mu,), jac=True, method="L-BFGS-B",
                                               bounds=self.box, options={"maxiter": self.node_iterations // STAGES,
-                                                       "maxcor": MEMORY, "gtol": 0.0, "ftol": self.ftol})
+                                                       "maxcor": MEMORY, "gtol": 0.0, "ftol": FTOL})
                 r = run.x
         except _Pruned:
             pass
@@ -477,10 +479,6 @@ class _ZbarSearch(_Search):
 
     The dual point is (r, pi): the residuals, then the K prices, kept >= 0 by L-BFGS-B.
     """
-
-    #: The priced dual needs more steps per node: on zbar_l2 seeds 1 and 2 (30 s) 1e-13 left
-    #: 2.85 / 3.9% gaps, 1e-7 2.45 / 3.43%, 1e-6 2.7 / 4.07%, 1e-5 5.8 / 5.94% (weak node bounds).
-    ftol = 1e-7
 
     def __init__(self, problem: SparseProblem, *args):
         K = problem.n_tasks
