@@ -128,6 +128,15 @@ def grid_instance(text: str) -> tuple:
         raise argparse.ArgumentTypeError(f"expected p,K,s,n_k,lambda_ridge such as 50,2,5,100,0.1; got {text!r}")
 
 
+def penalty(text: str) -> tuple:
+    """'name=value' -> (name, float), for --penalty."""
+    name, _, value = text.partition("=")
+    try:
+        return name, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected name=value such as lambda_ridge=1; got {text!r}")
+
+
 def okridge_case(text: str) -> tuple:
     """'p,SNR,lambda2' -> (int, float, float), for --okridge-case."""
     try:
@@ -249,11 +258,13 @@ SMTL_PATHS = (("oa-highs", "oa_multi_tree", "highs"), ("oa-scip", "oa_single_tre
               ("miqp-scip", "miqp", "scip"), ("bnb", "bnb", None))
 
 
-def smtl_problem(variant: str, seed: int) -> SparseProblem:
-    """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it."""
+def smtl_problem(variant: str, seed: int, **penalties) -> SparseProblem:
+    """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it,
+    at ``SMTL_PARAMS[variant]`` updated by ``penalties``."""
     train, _ = smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
     scaled, _ = train.standardize(how="task", center=True, scale=True)
-    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True, **SMTL_PARAMS[variant])
+    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True,
+                                   **{**SMTL_PARAMS[variant], **penalties})
 
 
 def smtl(args):
@@ -265,9 +276,9 @@ def smtl(args):
     print("|---" * (6 + len(limits)) + "|")
     for variant in args.variants:
         for seed in args.seeds:
-            problem = smtl_problem(variant, seed)
+            problem = smtl_problem(variant, seed, **dict(args.penalty))
             B = fit_bcd(problem)[0]
-            penalties = ", ".join(f"{k}={v:g}" for k, v in SMTL_PARAMS[variant].items())
+            penalties = ", ".join(f"{k}={v:g}" for k, v in {**SMTL_PARAMS[variant], **dict(args.penalty)}.items())
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
                     continue
@@ -314,6 +325,9 @@ def main(argv=None):
                         help="okridge section: data seeds (default 0)")
     parser.add_argument("--variants", nargs="+", default=list(SMTL_PARAMS), choices=list(SMTL_PARAMS),
                         help="smtl section: variants")
+    parser.add_argument("--penalty", type=penalty, action="append", default=[],
+                        help="smtl section: name=value in place of SMTL_PARAMS' (repeatable), e.g. "
+                             "lambda_ridge=1, bbar's other CV choice")
     args = parser.parse_args(argv)
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)
