@@ -667,8 +667,7 @@ class _SetSearch(_ZbarSearch):
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
         """((D(r, pi), the worst support), (D smoothed by a softmin over each column's sets, its gradient))."""
         v, prices = self._slopes(point), self.prices(point)
-        sums = v.T @ self.sets.T                                     # (p, 2^K): sum_(k in S) v_jk
-        g = self.inverse * ((v**2).T @ self.sets.T) + self.coupling * sums**2
+        g, sums = self._conjugates(v)
         totals = self._totals(fixed, g, prices)
         minima, chosen = self._set_minima(totals)
         scaled = -totals / mu
@@ -686,9 +685,13 @@ class _SetSearch(_ZbarSearch):
                 (base - budget + softminima.sum(), gradient))
 
     def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
-        v, prices = self._slopes(point), self.prices(point)
-        g = self.inverse * ((v**2).T @ self.sets.T) + self.coupling * (v.T @ self.sets.T) ** 2
-        return self._within_budget(fixed, self._set_minima(self._totals(fixed, g, prices))[1], point)
+        g, _ = self._conjugates(self._slopes(point))
+        return self._within_budget(fixed, self._set_minima(self._totals(fixed, g, self.prices(point)))[1], point)
+
+    def _conjugates(self, v: np.ndarray):
+        """((p, 2^K) g_S(v_j) for every column and set, (p, 2^K) sum_(k in S) v_jk)."""
+        sums = v.T @ self.sets.T
+        return self.inverse * ((v**2).T @ self.sets.T) + self.coupling * sums**2, sums
 
     def _totals(self, fixed: np.ndarray, g: np.ndarray, prices: np.ndarray) -> np.ndarray:
         """(p, 2^K) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids
