@@ -22,7 +22,8 @@ from mtl_opt.solvers.options import SolveOptions
 #: reference's BVLS and the refit agree to ~1e-12).
 TOL = 1e-7
 S = 2
-PENALTIES = {"l0l2": {}, "cs_l2": {}, "zbar_l2": {"lambda_zbar": 0.05}, "bbar": {"lambda_bbar": 0.2}}
+PENALTIES = {"l0l2": {}, "cs_l2": {}, "zbar_l2": {"lambda_zbar": 0.05}, "bbar": {"lambda_bbar": 0.2},
+             "zbar_bbar": {"lambda_zbar": 0.05, "lambda_bbar": 0.2}}
 #: One constraint of each kind, each binding on the data below (``test_each_constraint_binds``).
 KINDS = {"include": {"features": [4]}, "exclude": {"features": [0]},
          "at_most": {"features": [0, 1, 2], "count": 1},
@@ -31,7 +32,7 @@ KINDS = {"include": {"features": [4]}, "exclude": {"features": [0]},
          "bounds": {"features": [0], "lower": -0.5, "upper": 0.5},
          "shared_support": {"tasks": [0, 1]}}
 #: (path, backend, kind, variant): every kind on every path that accepts it, every variant that
-#: applies on every path (bnb: include and exclude, no Bbar; outer approximation: no signs, bounds).
+#: applies on every path (bnb: include and exclude; outer approximation: no signs, bounds).
 CASES = [
     ("oa_multi_tree", "highs", "include", "zbar_l2"), ("oa_multi_tree", "highs", "exclude", "bbar"),
     ("oa_multi_tree", "highs", "at_most", "l0l2"), ("oa_multi_tree", "highs", "at_least", "cs_l2"),
@@ -46,6 +47,7 @@ CASES = [
     ("miqp", "scip", "shared_support", "bbar"),
     ("bnb", None, "include", "l0l2"), ("bnb", None, "include", "cs_l2"),
     ("bnb", None, "include", "zbar_l2"), ("bnb", None, "exclude", "l0l2"),
+    ("bnb", None, "include", "bbar"), ("bnb", None, "exclude", "zbar_bbar"),
 ]
 
 

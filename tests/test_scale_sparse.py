@@ -29,9 +29,10 @@ PATHS = {"oa-highs": ("oa", "highs"), "oa-scip": ("oa", "scip"), "miqp": ("miqp"
 
 
 def paths_for(variant):
-    """Every exact path that accepts the variant (bnb models neither Zbar nor Bbar)."""
-    _, bbar, zbar = VARIANTS[variant]
-    return ["oa-highs", "oa-scip", "miqp"] + ([] if bbar or zbar else ["bnb"])
+    """Every exact path that accepts the variant (bnb models neither a Zbar nor a Bbar term on a
+    common support: cs_bbar)."""
+    common, bbar, zbar = VARIANTS[variant]
+    return ["oa-highs", "oa-scip", "miqp"] + ([] if common and (bbar or zbar) else ["bnb"])
 
 
 def make_instance(variant, seed, K, p, ns, s):
