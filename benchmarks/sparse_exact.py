@@ -258,13 +258,12 @@ SMTL_PATHS = (("oa-highs", "oa_multi_tree", "highs"), ("oa-scip", "oa_single_tre
               ("miqp-scip", "miqp", "scip"), ("bnb", "bnb", None))
 
 
-def smtl_problem(variant: str, seed: int, **penalties) -> SparseProblem:
+def smtl_problem(variant: str, seed: int, params: dict) -> SparseProblem:
     """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it,
-    at ``SMTL_PARAMS[variant]`` updated by ``penalties``."""
+    with the penalties ``params`` (``SMTL_PARAMS[variant]``, or as ``--penalty`` changes them)."""
     train, _ = smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
     scaled, _ = train.standardize(how="task", center=True, scale=True)
-    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True,
-                                   **{**SMTL_PARAMS[variant], **penalties})
+    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True, **params)
 
 
 def smtl(args):
@@ -275,10 +274,11 @@ def smtl(args):
           + " | to 1e-4 |")
     print("|---" * (6 + len(limits)) + "|")
     for variant in args.variants:
+        params = {**SMTL_PARAMS[variant], **dict(args.penalty)}
+        penalties = ", ".join(f"{k}={v:g}" for k, v in params.items())
         for seed in args.seeds:
-            problem = smtl_problem(variant, seed, **dict(args.penalty))
+            problem = smtl_problem(variant, seed, params)
             B = fit_bcd(problem)[0]
-            penalties = ", ".join(f"{k}={v:g}" for k, v in {**SMTL_PARAMS[variant], **dict(args.penalty)}.items())
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
                     continue

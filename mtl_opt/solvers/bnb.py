@@ -91,7 +91,7 @@ STAGES, SMOOTHING = 4, 1e-1
 MEMORY = 10
 #: A smoothing stage ends when an L-BFGS step gains less than this relative to the dual's value
 #: (it was 1e-13: ~1000 evaluations per node, on digits that prune nothing).  Measured
-#: (BENCHMARKS.md, "bnb: fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
+#: (BENCHMARKS.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
 #: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
 #: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
 #: with 1e-7, 5.8 / 5.94% with 1e-5.

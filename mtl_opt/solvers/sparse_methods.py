@@ -99,10 +99,10 @@ NAMES = (*METHODS, "exact", "oa")
 
 #: The order in which ``algorithm="exact"`` tries the certifying methods, by regime
 #: (BENCHMARKS.md, "Exact sparse solvers"): when some task lends no curvature (n_k <= its
-#: identifiable features, or p too wide to measure it), bnb is the path that certifies or bounds best (the
-#: grid's hard rows, OKRidge's p = 1000, the sMTL simulation's five variants); otherwise the
-#: cuts borrow the curvature and single-tree OA on SCIP is the fastest, multi-tree OA the path
-#: on HiGHS, and the MIQP the one that models coefficient bounds.
+#: identifiable features, or p too wide to measure it), bnb is the path that certifies or bounds
+#: best (the grid's hard rows, OKRidge's p = 1000, the sMTL simulation's five variants);
+#: otherwise the cuts borrow the curvature and single-tree OA on SCIP is the fastest, multi-tree
+#: OA the path on HiGHS, and the MIQP the one that models coefficient bounds.
 EXACT_ORDER = {"flat": ("bnb", "oa_single_tree", "oa_multi_tree", "miqp"),
                "curved": ("oa_single_tree", "oa_multi_tree", "miqp", "bnb")}
 
