@@ -63,6 +63,7 @@ n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
 
 from __future__ import annotations
 
+import copy
 import heapq
 import itertools
 import time
@@ -77,6 +78,7 @@ from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
 from ..deadline import Deadline
 from ..resources import one_blas_thread
+from .bnb_pool import SERIAL, NodePool
 from .method import SolverRun
 from .oa import _format_row
 from .options import SolveOptions
@@ -119,6 +121,8 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     ``screening=False`` splits nodes without fixing entries by their children's bounds.
+    A split's two children are bounded at once on two cores (``bnb_pool``) unless
+    ``options.threads`` is 1; the result is the same either way.
     """
     reason = refusal(problem)
     if reason is not None:
@@ -138,6 +142,9 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     else:
         search = _ZbarSearch if problem.lambda_zbar else _Search
     searches = [search(part, node_iterations, start_from, deadline, screening) for part, start_from in parts]
+    pool = NodePool(options.threads, deadline)
+    for one in searches:
+        one.pool = pool
     stop, explored = "converged", 0
     while True:
         lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
@@ -154,7 +161,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["cuts"],
-                       "screened": sum(s.screened for s in searches)})
+                       "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs})
 
 
 def refusal(problem: SparseProblem) -> str | None:
@@ -194,6 +201,9 @@ class _Search:
 
     #: L-BFGS-B's bounds on the dual point (None: unbounded).
     box = None
+    #: What bounds the nodes a split makes: here, one after the other; ``solve_bnb`` sets a
+    #: ``NodePool`` that bounds them on both cores.
+    pool = SERIAL
 
     def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
                  deadline: Deadline, screening: bool = True):
@@ -211,7 +221,7 @@ class _Search:
                 root[problem.side.include] = IN
             else:   # an included pair puts its column in the shared support
                 root[:, problem.side.include.any(axis=0)] = IN
-            self.push(self._filled(root), self.start())
+            self.push([self._filled(root)], self.start())
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -265,15 +275,27 @@ class _Search:
         if value < self.upper:
             self.best, self.upper = B, value
 
-    def push(self, fixed: np.ndarray, r: np.ndarray) -> None:
-        """Bound the node ``fixed`` starting from residuals ``r``; keep it if it may hold a better solution."""
-        if not (fixed == FREE).any():           # a single support: solved exactly
-            self.offer(self.problem.refit(fixed == IN))
-            return
-        bound, r, chosen = self.bound(fixed, r)
-        self.offer(self.problem.refit(chosen))
-        if bound < self.upper:
-            heapq.heappush(self.heap, (bound, next(self.counter), fixed, r))
+    def push(self, nodes: list[np.ndarray], r: np.ndarray) -> None:
+        """Bound the ``nodes`` starting from residuals ``r``; keep those that may hold a better solution.
+
+        All are bounded against the same incumbent (by ``pool``, on both cores when it runs), and
+        only then are their greedy supports offered, so one core or two make the same tree.
+        """
+        for fixed in nodes:
+            if not (fixed == FREE).any():       # a single support: solved exactly
+                self.offer(self.problem.refit(fixed == IN))
+        nodes = [fixed for fixed in nodes if (fixed == FREE).any()]
+        for fixed, (bound, r_node, chosen) in zip(nodes, self.pool.bounds(self, nodes, r)):
+            self.offer(self.problem.refit(chosen))
+            if bound < self.upper:
+                heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
+
+    def detached(self) -> _Search:
+        """A copy that bounds nodes elsewhere (``bnb_pool``'s worker): no tree, no pool."""
+        twin = copy.copy(self)
+        twin.heap, twin.counter, twin.best = [], None, None
+        twin.__dict__.pop("pool", None)
+        return twin
 
     def branch(self, fixed: np.ndarray, r: np.ndarray) -> None:
         """Split on the free entry (column for common supports) of the node's refitted greedy
@@ -294,10 +316,12 @@ class _Search:
             return self.problem.objective(C)
 
         entry = max((self._entry(k, j) for k, j in pairs), key=without)
+        children = []
         for value in (IN, OUT):
             child = fixed.copy()
             child[entry] = value
-            self.push(self._filled(child), r)
+            children.append(self._filled(child))
+        self.push(children, r)
 
     def _entry(self, k: int, j: int):
         """Index of the branching variable z_jk, or of the column j for common supports."""

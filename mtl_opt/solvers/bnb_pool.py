@@ -1,0 +1,93 @@
+"""Both cores on one branch-and-bound tree: a node's two children are bounded at once, one of them
+in a worker process.
+
+Bounding a node (an L-BFGS climb of its dual) is nearly all of bnb's time, and a split yields two
+nodes to bound from the same dual point.  The parent process bounds the first, a joblib (loky)
+worker the second.  Both are bounded against the same incumbent, and their supports are offered
+only afterwards (``_Search.push``), so the tree, its bounds and its answer are the same on one core
+or two; only the time differs.
+
+The worker is joblib's reusable executor, so it outlives a fit (a second fit does not pay its
+start-up), and it holds a copy of the search: the first job of a search sends it, later jobs only
+the node.  The pool starts once a search has run ``POOL_AFTER`` seconds (small trees never pay for
+it), not inside a worker process (no nested pools), and not with ``threads=1``.  A worker that
+fails or is late is replaced by bounding the node here: the pool can slow a step, never change it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+import uuid
+
+import numpy as np
+from joblib.externals.loky import get_reusable_executor
+
+#: Seconds a search runs on one core before the worker starts (a start costs about a second).
+POOL_AFTER = 1.0
+#: Seconds of time budget a search must have left for the worker to start.
+MIN_REMAINING = 5.0
+#: The worker's environment: one BLAS thread, as ``one_blas_thread`` gives the parent.
+_ENV = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+#: In the worker: copies of the current fit's searches, by (pool key, search id).
+_held: dict = {}
+
+
+class NodePool:
+    """Bounds lists of nodes, the second and later ones in a worker once the pool has started."""
+
+    def __init__(self, threads: int | None, deadline):
+        cores = threads or os.cpu_count() or 1
+        self.wanted = cores >= 2 and multiprocessing.parent_process() is None
+        self.deadline, self.started, self.executor = deadline, time.perf_counter(), None
+        self.key, self.sent, self.jobs = uuid.uuid4().hex, set(), 0
+
+    def bounds(self, search, nodes: list[np.ndarray], r: np.ndarray) -> list:
+        """[search.bound(node, r) for node in nodes], the later nodes in the worker when it runs."""
+        self._start_if_due()
+        if self.executor is None or len(nodes) < 2:
+            return [search.bound(fixed, r) for fixed in nodes]
+        futures = [self._submit(search, fixed, r) for fixed in nodes[1:]]
+        results = [search.bound(nodes[0], r)]
+        for fixed, future in zip(nodes[1:], futures):
+            results.append(self._collect(future, search, fixed, r))
+        return results
+
+    def _start_if_due(self) -> None:
+        if (self.wanted and self.executor is None and time.perf_counter() - self.started >= POOL_AFTER
+                and self.deadline.remaining() >= MIN_REMAINING):
+            self.executor = get_reusable_executor(max_workers=1, env=_ENV)
+
+    def _submit(self, search, fixed, r):
+        key = (self.key, id(search))
+        twin = None if key in self.sent else search.detached()
+        self.sent.add(key)
+        self.jobs += 1
+        return self.executor.submit(_bound, key, twin, fixed, r, search.upper)
+
+    def _collect(self, future, search, fixed, r):
+        try:
+            remaining = self.deadline.remaining()
+            return future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
+        except Exception:   # a failed, killed or late worker: bound here, and stop using the pool
+            self.executor = None
+            self.wanted = False
+            return search.bound(fixed, r)
+
+
+#: Bounds one node after another (the searches' default, and what ``threads=1`` amounts to).
+SERIAL = NodePool(1, None)
+
+
+def _bound(key, twin, fixed, r, upper):
+    """In the worker: bound ``fixed`` from ``r`` on the held copy of the search ``key`` (``twin``
+    replaces it when sent), pruning against ``upper``."""
+    if twin is not None:
+        for old in [held for held in _held if held[0] != key[0]]:   # an earlier fit's searches
+            del _held[old]
+        _held[key] = twin
+    search = _held[key]   # a KeyError (a restarted worker) makes the parent bound the node itself
+    search.upper = upper
+    return search.bound(fixed, r)

@@ -1,0 +1,77 @@
+"""bnb on two cores (``bnb_pool``): the same tree and answer as on one, and a failing worker only costs time."""
+
+import concurrent.futures
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+from test_sparse import brute_force_optimum, random_problem
+
+from mtl_opt.deadline import Deadline
+from mtl_opt.solvers import bnb_pool
+from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.bnb import solve_bnb
+from mtl_opt.solvers.method import final_status
+from mtl_opt.solvers.options import SolveOptions
+
+#: variant, its extra penalties, K, p, n_k: per-task trees (l0l2), a common support and joint
+#: trees with the Zbar and the Bbar term; wide designs and a tiny ridge, so each needs dozens of nodes.
+CASES = [("l0l2", {}, 2, 12, 6), ("cs_l2", {}, 2, 12, 6), ("zbar_l2", {"lambda_zbar": 0.3}, 2, 9, 5),
+         ("bbar", {"lambda_bbar": 2.0}, 2, 8, 5)]
+
+
+@pytest.fixture
+def pool_at_once(monkeypatch):
+    """The pool starts at the first split, on any machine (even one reporting a single core)."""
+    monkeypatch.setattr(bnb_pool, "POOL_AFTER", 0.0)
+    monkeypatch.setattr(bnb_pool, "MIN_REMAINING", 0.0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+
+
+def solved(variant, penalties, K, p, n, threads):
+    problem, _ = random_problem(variant, 4100 + K * p, K=K, p=p, n=n, s=2)
+    problem = problem.with_params(lambda_ridge=1e-3, **penalties)
+    start = fit_bcd(problem, local_search=False)[0]
+    return problem, solve_bnb(problem, SolveOptions(time_limit=120, threads=threads), start)
+
+
+@pytest.mark.parametrize("variant,penalties,K,p,n", CASES)
+def test_two_cores_make_the_same_tree_and_prove_the_brute_force_optimum(pool_at_once, variant, penalties, K, p, n):
+    problem, serial = solved(variant, penalties, K, p, n, threads=1)
+    _, pooled = solved(variant, penalties, K, p, n, threads=None)
+    assert serial.native["pool_bounds"] == 0 and pooled.native["pool_bounds"] > 5
+    assert pooled.native["nodes"] == serial.native["nodes"] > 5
+    scale = abs(serial.objective)
+    assert pooled.objective == pytest.approx(serial.objective, rel=1e-12, abs=1e-12 * scale)
+    assert pooled.lower_bound == pytest.approx(serial.lower_bound, rel=1e-12, abs=1e-12 * scale)
+    optimum = brute_force_optimum(problem)
+    assert pooled.lower_bound <= optimum + 1e-9 * scale and pooled.objective == pytest.approx(optimum, rel=1e-6)
+    assert final_status(pooled, 1e-6) == "optimal"
+
+
+def test_a_failing_worker_is_replaced_by_bounding_here(pool_at_once, monkeypatch):
+    """Every job the worker gets fails: the parent bounds those nodes itself, stops using the
+    pool, and the answer is the serial one."""
+    def failing(self, search, fixed, r):
+        self.jobs += 1
+        future = concurrent.futures.Future()
+        future.set_exception(RuntimeError("worker died"))
+        return future
+
+    monkeypatch.setattr(bnb_pool.NodePool, "_submit", failing)
+    case = CASES[2]
+    _, serial = solved(*case, threads=1)
+    _, pooled = solved(*case, threads=None)
+    assert pooled.native["pool_bounds"] == 1          # one failure, then no pool
+    assert pooled.native["nodes"] == serial.native["nodes"]
+    assert pooled.lower_bound == pytest.approx(serial.lower_bound, rel=1e-12)
+    assert np.allclose(pooled.estimate, serial.estimate, rtol=1e-9, atol=1e-12)
+
+
+def test_no_pool_with_one_thread_or_inside_a_worker_process(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert bnb_pool.NodePool(None, Deadline()).wanted
+    assert not bnb_pool.NodePool(1, Deadline()).wanted
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    assert not bnb_pool.NodePool(None, Deadline()).wanted
