@@ -114,7 +114,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
         points += [np.concatenate([top[:y.size] + 0.1 * rng.normal(size=y.size),   # where D is nearly tight
                                    search.prices(top) * rng.uniform(0.5, 2.0, K)]) for _ in range(4)]
         for point in points:
-            (value, _), _ = search.dual(fixed, point, 0.1)
+            value, _ = search.dual(fixed, point, 0.1)
             assert search.safe_dual(fixed, point) <= value
             assert below(value, optimum), (fixed, point)
     assert tight > 0   # the bounds are not trivially low

@@ -29,6 +29,12 @@ def pool_at_once(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
 
 
+def warm_worker():
+    """Start the worker before the fit, so it takes part from the first split (it would otherwise
+    join once it has imported, some way into a small tree)."""
+    bnb_pool.get_reusable_executor(max_workers=1, env=bnb_pool._ENV).submit(bnb_pool._ready).result()
+
+
 def solved(variant, penalties, K, p, n, threads):
     problem, _ = random_problem(variant, 4100 + K * p, K=K, p=p, n=n, s=2)
     problem = problem.with_params(lambda_ridge=1e-3, **penalties)
@@ -39,6 +45,7 @@ def solved(variant, penalties, K, p, n, threads):
 @pytest.mark.parametrize("variant,penalties,K,p,n", CASES)
 def test_two_cores_make_the_same_tree_and_prove_the_brute_force_optimum(pool_at_once, variant, penalties, K, p, n):
     problem, serial = solved(variant, penalties, K, p, n, threads=1)
+    warm_worker()
     _, pooled = solved(variant, penalties, K, p, n, threads=None)
     assert serial.native["pool_bounds"] == 0 and pooled.native["pool_bounds"] > 5
     assert pooled.native["nodes"] == serial.native["nodes"] > 5
@@ -62,11 +69,23 @@ def test_a_failing_worker_is_replaced_by_bounding_here(pool_at_once, monkeypatch
     monkeypatch.setattr(bnb_pool.NodePool, "_submit", failing)
     case = CASES[2]
     _, serial = solved(*case, threads=1)
+    warm_worker()
     _, pooled = solved(*case, threads=None)
     assert pooled.native["pool_bounds"] == 1          # one failure, then no pool
     assert pooled.native["nodes"] == serial.native["nodes"]
     assert pooled.lower_bound == pytest.approx(serial.lower_bound, rel=1e-12)
     assert np.allclose(pooled.estimate, serial.estimate, rtol=1e-9, atol=1e-12)
+
+
+def test_no_worker_processes_on_this_machine_means_one_core(pool_at_once, monkeypatch):
+    def unavailable(**_):
+        raise OSError("no semaphores")
+
+    monkeypatch.setattr(bnb_pool, "get_reusable_executor", unavailable)
+    _, serial = solved(*CASES[3], threads=1)
+    _, pooled = solved(*CASES[3], threads=None)
+    assert pooled.native["pool_bounds"] == 0 and pooled.native["nodes"] == serial.native["nodes"]
+    assert pooled.lower_bound == pytest.approx(serial.lower_bound, rel=1e-12)
 
 
 def test_no_pool_with_one_thread_or_inside_a_worker_process(monkeypatch):

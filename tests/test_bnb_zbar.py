@@ -111,7 +111,7 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
             for scale in (0.0, 0.1, 1.0, 10.0):
                 point = np.concatenate([np.concatenate(ys) + rng.normal(size=K * n),
                                         scale * rng.exponential(size=K)])
-                (value, _), _ = search.dual(fixed, point, 0.1)
+                value, _ = search.dual(fixed, point, 0.1)
                 safe = search.safe_dual(fixed, point)
                 assert safe <= value <= optimum + 1e-12 * abs(optimum)
             search.upper = np.inf

@@ -333,15 +333,15 @@ class _Search:
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
         chosen z moves continuously), with mu shrinking tenfold per stage; every point it
         evaluates is also scored on D, and the best point's D, evaluated by ``safe_dual``,
-        is the bound.  Stops early once D passes the incumbent (the node is pruned) or the
-        deadline passes.
+        is the bound, and its worst support the one proposed.  Stops early once D passes the
+        incumbent (the node is pruned) or the deadline passes.
         """
-        best = [-np.inf, r0, self.worst(fixed, r0)]
+        best = [-np.inf, r0]
 
         def negative_smoothed(r, mu):
-            (value, chosen), (smooth, gradient) = self.dual(fixed, r, mu)
+            value, (smooth, gradient) = self.dual(fixed, r, mu)
             if value > best[0]:
-                best[:] = value, r.copy(), chosen
+                best[:] = value, r.copy()
             if value >= self.upper or self.deadline.expired():
                 raise _Pruned
             return -smooth, -gradient
@@ -355,7 +355,7 @@ class _Search:
                 r = run.x
         except _Pruned:
             pass
-        return self.safe_dual(fixed, best[1]), best[1], best[2]
+        return self.safe_dual(fixed, best[1]), best[1], self.worst(fixed, best[1])
 
     def safe_dual(self, fixed: np.ndarray, r: np.ndarray) -> float:
         """D(r) at the node, lowered by a bound on its rounding error: never above the exact D(r).
@@ -442,16 +442,15 @@ class _Search:
         return v**2 / (2 * self.problem.lambda_ridge)
 
     def dual(self, fixed: np.ndarray, r: np.ndarray, mu: float):
-        """((D(r), its greedy z), (smoothed D, its gradient in r)) at the node."""
+        """(D(r), (smoothed D, its gradient in r)) at the node."""
         problem, lam = self.problem, self.problem.lambda_ridge
         v = self._slopes(r)
         a = v**2 / (2 * lam)
-        chosen = self._greedy(fixed, a)
         z = self._smoothed(fixed, a, mu)
         base, gradient = self._loss_part(r, z * v / lam)
         free = fixed == FREE
         penalty = np.sum(z[free] ** 2) / (problem.n_tasks if problem.common_support else 1)
-        return (base - np.sum(a[chosen]), chosen), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+        return base - np.sum(a[self._heaviest(fixed, a)]), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
 
     def _loss_part(self, point: np.ndarray, penalty_slopes: np.ndarray):
         """(sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k, the gradient in the point of that minus a penalty
@@ -480,9 +479,20 @@ class _Search:
                                            for k, (X, y) in enumerate(zip(problem.Xs, problem.ys))])
 
     def _greedy(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        """The node's worst z: its fixed-in entries plus the heaviest free ones."""
+        """The node's worst z: its fixed-in entries plus the heaviest free ones (the first of equal ones)."""
         def fill(z, free, weight, budget):
             z[np.flatnonzero(free)[np.argsort(-weight[free], kind="stable")[:budget]]] = 1.0
+        return self._per_row(fixed, weight, fill) > 0.5
+
+    def _heaviest(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """A z of ``_greedy``'s weight, by partition rather than sorting: which of equal weights it
+        takes is not fixed, so D's value, not the support, comes from it."""
+        def fill(z, free, weight, budget):
+            index = np.flatnonzero(free)
+            if budget >= len(index):
+                z[index] = 1.0
+            elif budget > 0:
+                z[index[np.argpartition(-weight[index], budget - 1)[:budget]]] = 1.0
         return self._per_row(fixed, weight, fill) > 0.5
 
     def _per_row(self, fixed: np.ndarray, weight: np.ndarray, fill) -> np.ndarray:
@@ -526,17 +536,16 @@ class _ZbarSearch(_Search):
         return np.maximum(point[self.n_residuals:], 0.0)
 
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
-        """((D(r, pi), the worst support), (D smoothed by a softmin at temperature mu, its gradient))."""
+        """(D(r, pi), (D smoothed by a softmin at temperature mu, its gradient))."""
         problem, lam = self.problem, self.problem.lambda_ridge
         v, prices = self._slopes(point), self.prices(point)
         cost = prices[:, None] - v**2 / (2 * lam)
-        minima, chosen = self._column_minima(fixed, cost)
+        minima, _ = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
         base, gradient = self._loss_part(point, z * v / lam)
         gradient[self.n_residuals:] = z.sum(axis=1) - problem.s
         budget = problem.s * prices.sum()
-        return ((base - budget + minima.sum(), self._within_budget(fixed, chosen, point)),
-                (base - budget + softminima.sum(), gradient))
+        return base - budget + minima.sum(), (base - budget + softminima.sum(), gradient)
 
     def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
         cost = self.prices(point)[:, None] - self.weights(point)
@@ -676,6 +685,7 @@ class _SetSearch(_ZbarSearch):
         #: 1 / (2a) and C_|S| per set, rounded up from exact rationals (so above the exact values)
         self.inverse = _rounded_up(1 / (2 * a))
         self.coupling = np.array([_rounded_up(c / (2 * a * (a - c * m))) for m in self.set_sizes])
+        self._allowed_for = (None, None)
         super().__init__(problem, *args)
 
     def weights(self, r: np.ndarray) -> np.ndarray:
@@ -689,11 +699,11 @@ class _SetSearch(_ZbarSearch):
         return self.size_cost[self.set_sizes]
 
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
-        """((D(r, pi), the worst support), (D smoothed by a softmin over each column's sets, its gradient))."""
+        """(D(r, pi), (D smoothed by a softmin over each column's sets, its gradient))."""
         v, prices = self._slopes(point), self.prices(point)
         g, sums = self._conjugates(v)
         totals = self._totals(fixed, g, prices)
-        minima, chosen = self._set_minima(totals)
+        minima = totals.min(axis=1)
         scaled = -totals / mu
         top = scaled.max(axis=1, keepdims=True)
         weights = np.exp(scaled - top)
@@ -705,8 +715,7 @@ class _SetSearch(_ZbarSearch):
         base, gradient = self._loss_part(point, slopes * self.problem.allowed)
         gradient[self.n_residuals:] = z.sum(axis=1) - self.problem.s
         budget = self.problem.s * prices.sum()
-        return ((base - budget + minima.sum(), self._within_budget(fixed, chosen, point)),
-                (base - budget + softminima.sum(), gradient))
+        return base - budget + minima.sum(), (base - budget + softminima.sum(), gradient)
 
     def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
         g, _ = self._conjugates(self._slopes(point))
@@ -718,13 +727,20 @@ class _SetSearch(_ZbarSearch):
         return self.inverse * ((v**2).T @ self.sets.T) + self.coupling * sums**2, sums
 
     def _totals(self, fixed: np.ndarray, g: np.ndarray, prices: np.ndarray) -> np.ndarray:
-        """(p, 2^K) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids
-        (missing a fixed-in task or holding a fixed-out one)."""
-        in_codes = (fixed == IN).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
-        out_codes = (fixed == OUT).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
-        codes = self.set_codes[None, :]
-        allowed = ((codes & in_codes[:, None]) == in_codes[:, None]) & ((codes & out_codes[:, None]) == 0)
-        return np.where(allowed, (self.sets @ prices + self.set_cost) - g, np.inf)
+        """(p, 2^K) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids."""
+        return np.where(self._allowed_sets(fixed), (self.sets @ prices + self.set_cost) - g, np.inf)
+
+    def _allowed_sets(self, fixed: np.ndarray) -> np.ndarray:
+        """(p, 2^K) whether the node allows each column's set (it holds every fixed-in task and no
+        fixed-out one); kept for the node last asked about, as a climb asks about one node throughout."""
+        key = fixed.tobytes()
+        if self._allowed_for[0] != key:
+            in_codes = (fixed == IN).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
+            out_codes = (fixed == OUT).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
+            codes = self.set_codes[None, :]
+            allowed = ((codes & in_codes[:, None]) == in_codes[:, None]) & ((codes & out_codes[:, None]) == 0)
+            self._allowed_for = key, allowed
+        return self._allowed_for[1]
 
     def _set_minima(self, totals: np.ndarray):
         """((p,) each column's smallest total, (K, p) the tasks of its set)."""

@@ -16,6 +16,7 @@ fails or is late is replaced by bounding the node here: the pool can slow a step
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 import time
@@ -41,7 +42,8 @@ class NodePool:
     def __init__(self, threads: int | None, deadline):
         cores = threads or os.cpu_count() or 1
         self.wanted = cores >= 2 and multiprocessing.parent_process() is None
-        self.deadline, self.started, self.executor = deadline, time.perf_counter(), None
+        self.deadline, self.started = deadline, time.perf_counter()
+        self.executor, self.warming = None, None
         self.key, self.sent, self.jobs = uuid.uuid4().hex, set(), 0
 
     def bounds(self, search, nodes: list[np.ndarray], r: np.ndarray) -> list:
@@ -56,9 +58,21 @@ class NodePool:
         return results
 
     def _start_if_due(self) -> None:
-        if (self.wanted and self.executor is None and time.perf_counter() - self.started >= POOL_AFTER
+        """Start the worker once due, and use it once it has started (its imports take about a
+        second, which the search spends bounding here, not waiting)."""
+        if (self.wanted and self.warming is None and time.perf_counter() - self.started >= POOL_AFTER
                 and self.deadline.remaining() >= MIN_REMAINING):
-            self.executor = get_reusable_executor(max_workers=1, env=_ENV)
+            try:
+                executor = get_reusable_executor(max_workers=1, env=_ENV)
+                self.warming = executor, executor.submit(_ready)
+            except Exception:   # no worker processes here (e.g. no semaphores): stay on one core
+                self.wanted = False
+        if self.wanted and self.executor is None and self.warming is not None and self.warming[1].done():
+            executor, ready = self.warming
+            if ready.exception() is None:
+                self.executor = executor
+            else:
+                self.wanted = False
 
     def _submit(self, search, fixed, r):
         key = (self.key, id(search))
@@ -72,9 +86,13 @@ class NodePool:
             remaining = self.deadline.remaining()
             return future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
         except Exception:   # a failed, killed or late worker: bound here, and stop using the pool
-            self.executor = None
-            self.wanted = False
+            self.executor, self.wanted = None, False
             return search.bound(fixed, r)
+
+
+def _ready() -> None:
+    """In the worker: import what bounding needs, so the first node is not late."""
+    importlib.import_module("mtl_opt.solvers.bnb")
 
 
 #: Bounds one node after another (the searches' default, and what ``threads=1`` amounts to).
