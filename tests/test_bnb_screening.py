@@ -113,6 +113,23 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
     assert tight > 0   # the bounds are not trivially low
 
 
+@pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
+def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
+    """The climb's D takes its penalty from a partition (``_heaviest``), the reported bound and
+    the proposed support from a stable sort (``_greedy``): the same weight, with many ties."""
+    rng = np.random.default_rng(11)
+    for seed, K, p, n, s in SHAPES:
+        Xs, ys = data(seed, K, p, n, s)
+        search = bnb._Search(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
+        for _ in range(20):
+            fixed = search._filled(random_node(rng, variant, K, p, s))
+            weight = rng.integers(0, 3, size=(K, p)).astype(float)   # ties throughout
+            heaviest, greedy = search._heaviest(fixed, weight), search._greedy(fixed, weight)
+            assert np.sum(weight[heaviest]) == pytest.approx(np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
+            assert np.array_equal(heaviest.sum(axis=1), greedy.sum(axis=1))
+            assert np.all(heaviest[fixed == bnb.IN]) and not np.any(heaviest[fixed == bnb.OUT])
+
+
 CASES = [(variant, lambda_zbar, *shape) for variant, lambda_zbar in VARIANTS for shape in SHAPES[:4]]
 
 
