@@ -26,7 +26,8 @@ whole subtree, one whose "out" child is, in (node screening, as in L0BnB and
 el0ps).  Nodes are explored best-first, so the
 smallest open bound is the global lower bound; the search stops at
 ``rel_gap``, ``abs_gap`` or the time limit.  Branching follows OKRidge: the
-entry of the node's refitted support whose removal raises F the most.
+entry of the node's refitted support whose removal raises F the most.  A split's two
+children are bounded at once, one in a worker process (``bnb_pool``).
 
 With the Zbar term (lambda_zbar/2) sum_j P(c_j), c_j = sum_k z_jk the tasks
 using column j and P(c) = c (K - c) / K (concave, so not a node-wise greedy
