@@ -51,7 +51,11 @@ class NodePool:
         self._start_if_due()
         if self.executor is None or len(nodes) < 2:
             return [search.bound(fixed, r) for fixed in nodes]
-        futures = [self._submit(search, fixed, r) for fixed in nodes[1:]]
+        try:
+            futures = [self._submit(search, fixed, r) for fixed in nodes[1:]]
+        except Exception:   # e.g. a shut-down executor: stay on one core
+            self.executor, self.wanted = None, False
+            return [search.bound(fixed, r) for fixed in nodes]
         results = [search.bound(nodes[0], r)]
         for fixed, future in zip(nodes[1:], futures):
             results.append(self._collect(future, search, fixed, r))
