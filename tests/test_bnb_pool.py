@@ -4,6 +4,7 @@ import concurrent.futures
 import multiprocessing
 import os
 
+import joblib
 import numpy as np
 import pytest
 from test_sparse import brute_force_optimum, random_problem
@@ -23,16 +24,12 @@ CASES = [("l0l2", {}, 2, 12, 6), ("cs_l2", {}, 2, 12, 6), ("zbar_l2", {"lambda_z
 
 @pytest.fixture
 def pool_at_once(monkeypatch):
-    """The pool starts at the first split, on any machine (even one reporting a single core)."""
+    """The pool starts at the first split and waits for its worker, on any machine (even one
+    reporting a single core)."""
     monkeypatch.setattr(bnb_pool, "POOL_AFTER", 0.0)
+    monkeypatch.setattr(bnb_pool, "WAIT_FOR_WORKER", True)
     monkeypatch.setattr(bnb_pool, "MIN_REMAINING", 0.0)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-
-
-def warm_worker():
-    """Start the worker before the fit, so it takes part from the first split (it would otherwise
-    join once it has imported, some way into a small tree)."""
-    bnb_pool.get_reusable_executor(max_workers=1, env=bnb_pool._ENV).submit(bnb_pool._ready).result()
 
 
 def solved(variant, penalties, K, p, n, threads):
@@ -45,7 +42,6 @@ def solved(variant, penalties, K, p, n, threads):
 @pytest.mark.parametrize("variant,penalties,K,p,n", CASES)
 def test_two_cores_make_the_same_tree_and_prove_the_brute_force_optimum(pool_at_once, variant, penalties, K, p, n):
     problem, serial = solved(variant, penalties, K, p, n, threads=1)
-    warm_worker()
     _, pooled = solved(variant, penalties, K, p, n, threads=None)
     assert serial.native["pool_bounds"] == 0 and pooled.native["pool_bounds"] > 5
     assert pooled.native["nodes"] == serial.native["nodes"] > 5
@@ -69,7 +65,6 @@ def test_a_failing_worker_is_replaced_by_bounding_here(pool_at_once, monkeypatch
     monkeypatch.setattr(bnb_pool.NodePool, "_submit", failing)
     case = CASES[2]
     _, serial = solved(*case, threads=1)
-    warm_worker()
     _, pooled = solved(*case, threads=None)
     assert pooled.native["pool_bounds"] == 1          # one failure, then no pool
     assert pooled.native["nodes"] == serial.native["nodes"]
@@ -77,11 +72,19 @@ def test_a_failing_worker_is_replaced_by_bounding_here(pool_at_once, monkeypatch
     assert np.allclose(pooled.estimate, serial.estimate, rtol=1e-9, atol=1e-12)
 
 
+def test_joblib_parallel_still_works_after_a_fit_on_two_cores(pool_at_once):
+    """The worker is the fit's own: joblib's shared executor (cross-validation's n_jobs) is left
+    as joblib sets it up (it once broke when bnb had configured it first)."""
+    _, pooled = solved(*CASES[3], threads=None)
+    assert pooled.native["pool_bounds"] > 0
+    assert joblib.Parallel(n_jobs=2)(joblib.delayed(abs)(i) for i in range(-2, 2)) == [2, 1, 0, 1]
+
+
 def test_no_worker_processes_on_this_machine_means_one_core(pool_at_once, monkeypatch):
     def unavailable(**_):
         raise OSError("no semaphores")
 
-    monkeypatch.setattr(bnb_pool, "get_reusable_executor", unavailable)
+    monkeypatch.setattr(bnb_pool, "ProcessPoolExecutor", unavailable)
     _, serial = solved(*CASES[3], threads=1)
     _, pooled = solved(*CASES[3], threads=None)
     assert pooled.native["pool_bounds"] == 0 and pooled.native["nodes"] == serial.native["nodes"]

@@ -147,16 +147,19 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     for one in searches:
         one.pool = pool
     stop, explored = "converged", 0
-    while True:
-        lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
-        if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
-            break
-        if deadline.expired():
-            stop = "time_limit"
-            break
-        explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
-        if options.verbose and explored % 10 == 1:
-            print(_format_row(_row(searches, explored, start), header=explored == 1), flush=True)
+    try:
+        while True:
+            lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
+            if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
+                break
+            if deadline.expired():
+                stop = "time_limit"
+                break
+            explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
+            if options.verbose and explored % 10 == 1:
+                print(_format_row(_row(searches, explored, start), header=explored == 1), flush=True)
+    finally:
+        pool.close()
     row = _row(searches, explored, start)
     B = np.vstack([s.best for s in searches])
     return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],

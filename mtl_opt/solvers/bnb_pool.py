@@ -7,32 +7,38 @@ worker the second.  Both are bounded against the same incumbent, and their suppo
 only afterwards (``_Search.push``), so the tree, its bounds and its answer are the same on one core
 or two; only the time differs.
 
-The worker is joblib's reusable executor, so it outlives a fit (a second fit does not pay its
-start-up), and it holds a copy of the search: the first job of a search sends it, later jobs only
-the node.  The pool starts once a search has run ``POOL_AFTER`` seconds (small trees never pay for
-it), not inside a worker process (no nested pools), and not with ``threads=1``.  A worker that
-fails or is late is replaced by bounding the node here: the pool can slow a step, never change it.
+The worker is a loky process (joblib's process executor, which handles start-up, crashes and
+shutdown), one per fit and shut down with it: not joblib's shared reusable executor, whose
+``Parallel`` calls (cross-validation's ``n_jobs``) expect it to be set up their way.  It holds a
+copy of the search: the first job of a search sends it, later jobs only the node.  The pool starts
+once a search has run ``POOL_AFTER`` seconds (small trees never pay for it), in the background (its
+imports take about a second, which the search spends bounding here), not inside a worker process
+(no nested pools), and not with ``threads=1``.  A worker that fails or is late is replaced by
+bounding the node here: the pool can slow a step, never change it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib
 import multiprocessing
 import os
 import time
-import uuid
 
 import numpy as np
-from joblib.externals.loky import get_reusable_executor
+from joblib.externals.loky import ProcessPoolExecutor
 
 #: Seconds a search runs on one core before the worker starts (a start costs about a second).
 POOL_AFTER = 1.0
 #: Seconds of time budget a search must have left for the worker to start.
 MIN_REMAINING = 5.0
+#: Whether a search waits for the worker to start (it goes on bounding here when False); tests
+#: set True to use the worker from the first split of a small tree.
+WAIT_FOR_WORKER = False
 #: The worker's environment: one BLAS thread, as ``one_blas_thread`` gives the parent.
 _ENV = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
-#: In the worker: copies of the current fit's searches, by (pool key, search id).
+#: In the worker: copies of the fit's searches, by the id of the search in the parent.
 _held: dict = {}
 
 
@@ -44,7 +50,7 @@ class NodePool:
         self.wanted = cores >= 2 and multiprocessing.parent_process() is None
         self.deadline, self.started = deadline, time.perf_counter()
         self.executor, self.warming = None, None
-        self.key, self.sent, self.jobs = uuid.uuid4().hex, set(), 0
+        self.sent, self.jobs = set(), 0
 
     def bounds(self, search, nodes: list[np.ndarray], r: np.ndarray) -> list:
         """[search.bound(node, r) for node in nodes], the later nodes in the worker when it runs."""
@@ -61,14 +67,21 @@ class NodePool:
             results.append(self._collect(future, search, fixed, r))
         return results
 
+    def close(self) -> None:
+        """Shut the worker down (the fit is over)."""
+        if self.warming is not None:
+            self.warming[0].shutdown(wait=False)
+        self.executor, self.warming, self.wanted = None, None, False
+
     def _start_if_due(self) -> None:
-        """Start the worker once due, and use it once it has started (its imports take about a
-        second, which the search spends bounding here, not waiting)."""
+        """Start the worker once due, and use it once it has started."""
         if (self.wanted and self.warming is None and time.perf_counter() - self.started >= POOL_AFTER
                 and self.deadline.remaining() >= MIN_REMAINING):
             try:
-                executor = get_reusable_executor(max_workers=1, env=_ENV)
+                executor = ProcessPoolExecutor(max_workers=1, env=_ENV)
                 self.warming = executor, executor.submit(_ready)
+                if WAIT_FOR_WORKER:
+                    concurrent.futures.wait([self.warming[1]])
             except Exception:   # no worker processes here (e.g. no semaphores): stay on one core
                 self.wanted = False
         if self.wanted and self.executor is None and self.warming is not None and self.warming[1].done():
@@ -79,7 +92,7 @@ class NodePool:
                 self.wanted = False
 
     def _submit(self, search, fixed, r):
-        key = (self.key, id(search))
+        key = id(search)
         twin = None if key in self.sent else search.detached()
         self.sent.add(key)
         self.jobs += 1
@@ -107,8 +120,6 @@ def _bound(key, twin, fixed, r, upper):
     """In the worker: bound ``fixed`` from ``r`` on the held copy of the search ``key`` (``twin``
     replaces it when sent), pruning against ``upper``."""
     if twin is not None:
-        for old in [held for held in _held if held[0] != key[0]]:   # an earlier fit's searches
-            del _held[old]
         _held[key] = twin
     search = _held[key]   # a KeyError (a restarted worker) makes the parent bound the node itself
     search.upper = upper
