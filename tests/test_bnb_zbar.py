@@ -128,7 +128,7 @@ def test_estimator_certifies_zbar_with_bnb_at_any_scale(scale, offset):
     centered_X = [X - X.mean(axis=0) for X in Xs]
     centered_y = [y - y.mean() for y in ys]
     optimum = enumerated_optimum(centered_X, centered_y, 2, 0.1, 1.0) * scale**2
-    model = SparseMTL(variant="zbar_l2", s=2, lambda_ridge=0.1, lambda_zbar=1.0 * scale**2, solver="bnb",
+    model = SparseMTL(variant="zbar_l2", s=2, lambda_ridge=0.1, lambda_zbar=1.0 * scale**2, algorithm="bnb",
                       standardize=False, solve_options=SolveOptions(time_limit=60))
     model.fit(MultiTaskData(Xs, [scale * y + offset for y in ys]))
     result = model.result_

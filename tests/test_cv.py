@@ -129,7 +129,8 @@ def test_parallel_folds_give_the_same_scores(data):
     grid = {"c_gamma": [0.5, 1.0]}
     serial = run(MOLAR(), grid, data, refit=False)
     parallel = run(MOLAR(), grid, data, refit=False, n_jobs=2)
-    np.testing.assert_array_equal(serial.scores, parallel.scores)
+    # the same folds fitted in worker processes: equal up to last-bit differences
+    np.testing.assert_allclose(parallel.scores, serial.scores, rtol=1e-9, atol=1e-12)
 
 
 def test_same_seed_same_result_different_seed_different_folds(data):

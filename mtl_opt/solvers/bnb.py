@@ -285,11 +285,13 @@ class _Search:
         All are bounded against the same incumbent (by ``pool``, on both cores when it runs), and
         only then are their greedy supports offered, so one core or two make the same tree.
         """
+        open_nodes = []
         for fixed in nodes:
-            if not (fixed == FREE).any():       # a single support: solved exactly
+            if (fixed == FREE).any():
+                open_nodes.append(fixed)
+            else:                                # a single support: solved exactly
                 self.offer(self.problem.refit(fixed == IN))
-        nodes = [fixed for fixed in nodes if (fixed == FREE).any()]
-        for fixed, (bound, r_node, chosen) in zip(nodes, self.pool.bounds(self, nodes, r)):
+        for fixed, (bound, r_node, chosen) in zip(open_nodes, self.pool.bounds(self, open_nodes, r)):
             self.offer(self.problem.refit(chosen))
             if bound < self.upper:
                 heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
@@ -544,7 +546,7 @@ class _ZbarSearch(_Search):
         problem, lam = self.problem, self.problem.lambda_ridge
         v, prices = self._slopes(point), self.prices(point)
         cost = prices[:, None] - v**2 / (2 * lam)
-        minima, _ = self._column_minima(fixed, cost)
+        minima = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
         base, gradient = self._loss_part(point, z * v / lam)
         gradient[self.n_residuals:] = z.sum(axis=1) - problem.s
@@ -553,7 +555,7 @@ class _ZbarSearch(_Search):
 
     def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
         cost = self.prices(point)[:, None] - self.weights(point)
-        return self._within_budget(fixed, self._column_minima(fixed, cost)[1], point)
+        return self._within_budget(fixed, self._column_choice(fixed, cost), point)
 
     def _within_budget(self, fixed: np.ndarray, chosen: np.ndarray, point: np.ndarray) -> np.ndarray:
         """``chosen`` cut to the budgets: each task's fixed-in pairs, then its heaviest chosen free ones."""
@@ -571,7 +573,7 @@ class _ZbarSearch(_Search):
         magnitude's own rounding).
         """
         prices = self.prices(point)
-        minima, _ = self._column_minima(fixed, prices[:, None] - upper_weights)
+        minima = self._column_minima(fixed, prices[:, None] - upper_weights)
         slack = 2 * _gamma(fixed.shape[1] + 3 * fixed.shape[0] + 6) * self._magnitude(fixed, upper_weights, prices)
         return self.problem.s * prices.sum() - minima.sum() + slack
 
@@ -590,7 +592,7 @@ class _ZbarSearch(_Search):
         penalty = self.safe_penalty(fixed, upper_weights, point)
         prices = self.prices(point)
         cost = prices[:, None] - upper_weights
-        minima, _ = self._column_minima(fixed, cost)
+        minima = self._column_minima(fixed, cost)
         K, p = fixed.shape
         slack = 2 * _gamma(p + 3 * K + 8) * (self._magnitude(fixed, upper_weights, prices) + abs(penalty))
         children = []
@@ -599,12 +601,24 @@ class _ZbarSearch(_Search):
             for k in range(K):
                 child = fixed.copy()
                 child[k, fixed[k] == FREE] = value
-                child_penalty[k] -= self._column_minima(child, cost)[0] - minima
+                child_penalty[k] -= self._column_minima(child, cost) - minima
             children.append(child_penalty)
         return children
 
-    def _column_minima(self, fixed: np.ndarray, cost: np.ndarray):
-        """((p,) min_S sum_(k in S) cost_kj + size_cost[|S|] over the sets the node allows, (K, p) argmin).
+    def _column_minima(self, fixed: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """(p,) min_S sum_(k in S) cost_kj + size_cost[|S|] over the sets the node allows for column j."""
+        return self._size_totals(fixed, cost)[0].min(axis=1)
+
+    def _column_choice(self, fixed: np.ndarray, cost: np.ndarray) -> np.ndarray:
+        """(K, p) the tasks of each column's minimizing set (``_column_minima``)."""
+        totals, order = self._size_totals(fixed, cost)
+        best = np.argmin(totals, axis=1)
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(fixed.shape[0])[None, :].repeat(len(order), axis=0), axis=1)
+        return (rank < best[:, None]).T
+
+    def _size_totals(self, fixed: np.ndarray, cost: np.ndarray):
+        """((p, K+1) each column's cheapest allowed S of each size, inf where none; (p, K) the task order).
 
         Per column: the fixed-in tasks first, then the free ones by increasing cost; the best S
         of each size is a prefix of that order, so its value is a prefix sum.
@@ -617,11 +631,7 @@ class _ZbarSearch(_Search):
         prefix[:, 1:] = np.cumsum(np.where(usable, np.take_along_axis(cost.T, order, axis=1), 0.0), axis=1)
         sizes = np.arange(K + 1)
         allowed = (sizes >= (fixed == IN).sum(axis=0)[:, None]) & (sizes <= usable.sum(axis=1)[:, None])
-        totals = np.where(allowed, prefix + self.size_cost, np.inf)
-        best = np.argmin(totals, axis=1)
-        rank = np.empty_like(order)
-        np.put_along_axis(rank, order, sizes[:K][None, :].repeat(len(order), axis=0), axis=1)
-        return totals[np.arange(len(best)), best], (rank < best[:, None]).T
+        return np.where(allowed, prefix + self.size_cost, np.inf), order
 
     def _column_softminima(self, fixed: np.ndarray, cost: np.ndarray, mu: float):
         """((p,) the softmin -mu log sum_S exp(-(cost of S) / mu) of ``_column_minima``'s sets, (K, p) the

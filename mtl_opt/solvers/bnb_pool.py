@@ -59,8 +59,8 @@ class NodePool:
             return [search.bound(fixed, r) for fixed in nodes]
         try:
             futures = [self._submit(search, fixed, r) for fixed in nodes[1:]]
-        except Exception:   # e.g. a shut-down executor: stay on one core
-            self.executor, self.wanted = None, False
+        except Exception:   # e.g. a shut-down executor
+            self._one_core()
             return [search.bound(fixed, r) for fixed in nodes]
         results = [search.bound(nodes[0], r)]
         for fixed, future in zip(nodes[1:], futures):
@@ -71,7 +71,12 @@ class NodePool:
         """Shut the worker down (the fit is over)."""
         if self.warming is not None:
             self.warming[0].shutdown(wait=False)
-        self.executor, self.warming, self.wanted = None, None, False
+        self.warming = None
+        self._one_core()
+
+    def _one_core(self) -> None:
+        """Bound every later node here: the worker failed, cannot start, or the fit is over."""
+        self.executor, self.wanted = None, False
 
     def _start_if_due(self) -> None:
         """Start the worker once due, and use it once it has started."""
@@ -82,14 +87,14 @@ class NodePool:
                 self.warming = executor, executor.submit(_ready)
                 if WAIT_FOR_WORKER:
                     concurrent.futures.wait([self.warming[1]])
-            except Exception:   # no worker processes here (e.g. no semaphores): stay on one core
-                self.wanted = False
+            except Exception:   # no worker processes here (e.g. no semaphores)
+                self._one_core()
         if self.wanted and self.executor is None and self.warming is not None and self.warming[1].done():
             executor, ready = self.warming
             if ready.exception() is None:
                 self.executor = executor
             else:
-                self.wanted = False
+                self._one_core()
 
     def _submit(self, search, fixed, r):
         key = id(search)
@@ -102,8 +107,8 @@ class NodePool:
         try:
             remaining = self.deadline.remaining()
             return future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
-        except Exception:   # a failed, killed or late worker: bound here, and stop using the pool
-            self.executor, self.wanted = None, False
+        except Exception:   # a failed, killed or late worker
+            self._one_core()
             return search.bound(fixed, r)
 
 
