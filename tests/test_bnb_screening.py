@@ -130,6 +130,33 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
             assert np.all(heaviest[fixed == bnb.IN]) and not np.any(heaviest[fixed == bnb.OUT])
 
 
+def test_capped_projection_matches_bisection():
+    """The smoothed climb's z, clip(scores - t, 0, 1) with the least t >= 0 keeping sum z <= budget,
+    against t found by bisection; scores with ties, negatives, many far below the cut, exact
+    integer scores (the cut on a break), and grids of fifths (many scores within 1 of the cut;
+    at [5, 5, 5, 4.4] and budget 2, t = 4.35 and the 4.4 takes part)."""
+    rng = np.random.default_rng(5)
+    cases = [(rng.normal(size=n) * spread, budget) for n, spread, budget in
+             itertools.product((1, 3, 40, 250), (0.3, 3.0, 300.0), (1, 2, 14))]
+    cases += [(rng.integers(-2, 4, size=60).astype(float), budget) for budget in (1, 5, 13)]
+    cases += [(rng.integers(0, 12, size=n) / 5.0, budget) for n in (4, 9, 50) for budget in (2, 3, 6)]
+    cases += [(np.array([5.0, 5.0, 5.0, 4.4]), 2), (np.full(30, 2.5), 7),
+              (np.concatenate([np.full(5, 9.0), rng.uniform(0, 0.1, 200)]), 3)]
+    for scores, budget in cases:
+        z = bnb._capped(scores, budget)
+
+        def total(t):
+            return np.clip(scores - t, 0.0, 1.0).sum()
+        low, high = 0.0, max(scores.max(), 0.0) + 1.0
+        if total(low) > budget:
+            for _ in range(200):
+                middle = (low + high) / 2
+                low, high = (middle, high) if total(middle) > budget else (low, middle)
+        expected = np.clip(scores - high, 0.0, 1.0) if total(0.0) > budget else np.clip(scores, 0.0, 1.0)
+        np.testing.assert_allclose(z, expected, rtol=0, atol=1e-9)
+        assert z.sum() <= budget + 1e-9
+
+
 CASES = [(variant, lambda_zbar, *shape) for variant, lambda_zbar in VARIANTS for shape in SHAPES[:4]]
 
 

@@ -833,12 +833,16 @@ def _capped(scores: np.ndarray, budget: int) -> np.ndarray:
 
     The sum is piecewise linear and decreasing in t with breaks at the scores and
     the scores - 1; it is evaluated at every break (sorted scores, prefix sums) and
-    interpolated on the segment that crosses the budget.
+    interpolated on the segment that crosses the budget.  Only scores above
+    L = w_(budget+1) - 1 (the (budget+1)-th largest minus 1) take part: at t < L
+    budget + 1 entries would be 1, so t >= L, where the others are 0; L is itself a
+    break, so the crossing segment lies above it (most of the scores, at p >> s).
     """
     z = np.clip(scores, 0.0, 1.0)
     if z.sum() <= budget:
         return z
-    w = np.sort(scores)
+    floor = np.partition(scores, len(scores) - budget - 1)[len(scores) - budget - 1] - 1.0
+    w = np.sort(scores[scores > floor])
     prefix = np.concatenate([[0.0], np.cumsum(w)])
     breaks = np.unique(np.concatenate([[0.0], w, w - 1.0]))
     breaks = breaks[breaks >= 0.0]
