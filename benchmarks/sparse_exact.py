@@ -35,10 +35,12 @@ the certified optimum.  Sections:
    the penalties 5-fold CV selects most often there (BENCHMARKS.md, "q = 14": ``SMTL_PARAMS``),
    seeds 0-4.  Every certifying method of ``sparse_methods.METHODS`` that accepts the variant
    runs through ``run_exact`` (the estimator's own route: normalized objective, fallback bound)
-   from the same bcd answer, once per ``--checkpoints`` limit (default 10 and 60 s; add 600),
-   a later limit skipped once a path has certified: each cell is the gap a user who sets that
-   time_limit gets, and "to 1e-4" the wall time of the run that certified.  ``--paths``
-   chooses the paths here too (add ``bnb``: it runs where it accepts the variant).
+   from the same bcd answer, once, with the longest ``--checkpoints`` limit (default 10 and
+   60 s; add 600): the gap at a shorter limit is read from the run's log where it logs on
+   past that limit (``checkpoint_gaps``), else taken from a run with that time_limit; a limit
+   after the path certified is left blank, and "to 1e-4" is the wall time of the run that
+   certified.  ``--paths`` chooses the paths here too (add ``bnb``: it runs where it accepts
+   the variant).
 """
 
 from __future__ import annotations
@@ -282,23 +284,48 @@ def smtl(args):
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
                     continue
-                gaps, certified = [], "-"
-                for limit in limits:
-                    if certified != "-":
-                        gaps.append("")
-                        continue
-                    options = SolveOptions(time_limit=limit, rel_gap=REL_GAP)
-                    start = time.perf_counter()
-                    run = run_exact(METHODS[name], problem, B, options, Deadline(limit), backend)
-                    seconds = time.perf_counter() - start
-                    status = final_status(run, REL_GAP)
-                    gap = relative_gap(run.objective, run.lower_bound)
-                    gaps.append(f"{100 * gap:.3g}%" + ("" if status in ("optimal", "time_limit")
-                                                      else f" ({status})"))
-                    if status == "optimal":
-                        certified = f"{seconds:.1f} s"
+                gaps, certified = checkpoint_gaps(METHODS[name], problem, B, backend, limits)
                 print(f"| {variant} | {penalties} | {seed} | {problem.objective(B):.6g} | {label} | "
                       + " | ".join(gaps) + f" | {certified} |", flush=True)
+
+
+def checkpoint_gaps(method, problem, B, backend, limits):
+    """(the gap at each time limit, as table cells; the seconds to rel_gap, or "-").
+
+    One run at the longest limit.  A shorter limit t reads the last log row at or before t when
+    the run logged on past t (bnb logs each second, multi-tree OA each iteration), with the
+    bound floored at 0 as ``run_exact`` floors the final one; otherwise (a log of the final row
+    only) a run of its own with time_limit t.  Limits after the run certified are left blank.
+    """
+    def run_until(limit):
+        start = time.perf_counter()
+        run = run_exact(method, problem, B, SolveOptions(time_limit=limit, rel_gap=REL_GAP),
+                        Deadline(limit), backend)
+        return run, time.perf_counter() - start
+
+    longest, seconds = run_until(limits[-1])
+    status = final_status(longest, REL_GAP)
+    certified = f"{seconds:.1f} s" if status == "optimal" else "-"
+    timed = [row for row in longest.log if row.get("time") is not None and row.get("incumbent") is not None]
+    times = [row["time"] for row in timed]
+    cells = []
+    for limit in limits:
+        if limit == limits[-1] or (status == "optimal" and seconds <= limit):
+            cells.append(gap_cell(longest))
+            break
+        if times and times[0] <= limit < times[-1]:
+            row = [row for row in timed if row["time"] <= limit][-1]
+            cells.append(f"{100 * relative_gap(row['incumbent'], max(row['lower_bound'] or 0.0, 0.0)):.3g}%")
+        else:
+            cells.append(gap_cell(run_until(limit)[0]))
+    return cells + [""] * (len(limits) - len(cells)), certified
+
+
+def gap_cell(run) -> str:
+    """The run's gap, with its status unless it is optimal or hit the time limit."""
+    status = final_status(run, REL_GAP)
+    return (f"{100 * relative_gap(run.objective, run.lower_bound):.3g}%"
+            + ("" if status in ("optimal", "time_limit") else f" ({status})"))
 
 
 def main(argv=None):

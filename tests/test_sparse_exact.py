@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from mtl_opt.data import MultiTaskData
+from mtl_opt.bench.cell import trace
 from mtl_opt.errors import CapabilityError, InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
 from mtl_opt.solvers.backends import get_backend
+from mtl_opt.solvers import bnb
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
@@ -380,6 +382,26 @@ def test_bnb_stopped_early_keeps_a_valid_bound_and_returns_in_time():
     result = solve_bnb(problem, SolveOptions(time_limit=0.5), np.zeros((1, 60)))
     assert time.perf_counter() - start < deadline(0.5)
     assert result.stop == "time_limit" and result.lower_bound <= result.objective
+
+
+def test_bnb_logs_its_gap_over_time(monkeypatch):
+    """A row after the first node, then one per LOG_EVERY seconds (0 here: every node), and the
+    final one, which carries the run's bound: the trace ``mtl-opt bench`` plots.  Every row's
+    bound is below the enumerated optimum and its incumbent above it."""
+    monkeypatch.setattr(bnb, "LOG_EVERY", 0.0)
+    problem, _ = random_problem("cs_l2", 7003, K=2, p=10, n=6, s=3)
+    problem = problem.with_params(lambda_ridge=1e-3)
+    optimum = brute_force_optimum(problem)
+    result = solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10)))
+    nodes = [row["iteration"] for row in result.log]
+    assert len(result.log) == result.native["nodes"] + 1 > 3 and nodes[:-1] == sorted(set(nodes[:-1]))
+    assert result.log[-1]["lower_bound"] == result.lower_bound and result.log[-1]["incumbent"] == result.objective
+    assert all(row["lower_bound"] <= optimum + 1e-9 * optimum <= row["incumbent"] + 2e-9 * optimum for row in result.log)
+    times = [row["time"] for row in result.log]
+    assert times == sorted(times) and len(trace(result.log)) == len(result.log)
+
+    monkeypatch.setattr(bnb, "LOG_EVERY", 3600.0)
+    assert len(solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10))).log) == 2
 
 
 def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_not_model():

@@ -105,6 +105,8 @@ FREE, OUT, IN = -1, 0, 1
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
 MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
+#: Seconds between the log's rows (the gap over time that ``verbose`` prints and ``bench`` plots).
+LOG_EVERY = 1.0
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 
@@ -122,6 +124,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     ``screening=False`` splits nodes without fixing entries by their children's bounds.
+    The log has a row after the first node, then every ``LOG_EVERY`` seconds, and a final one.
     A split's two children are bounded at once on two cores (``bnb_pool``) unless
     ``options.threads`` is 1; the result is the same either way.
     """
@@ -146,7 +149,12 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     pool = NodePool(options.threads, deadline)
     for one in searches:
         one.pool = pool
-    stop, explored = "converged", 0
+    stop, explored, log = "converged", 0, []
+
+    def record():
+        log.append(_row(searches, explored, start))
+        if options.verbose:
+            print(_format_row(log[-1], header=len(log) == 1), flush=True)
     try:
         while True:
             lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
@@ -156,13 +164,14 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                 stop = "time_limit"
                 break
             explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
-            if options.verbose and explored % 10 == 1:
-                print(_format_row(_row(searches, explored, start), header=explored == 1), flush=True)
+            if not log or time.perf_counter() - start >= log[-1]["time"] + LOG_EVERY:
+                record()
     finally:
         pool.close()
-    row = _row(searches, explored, start)
+    record()
+    row = log[-1]
     B = np.vstack([s.best for s in searches])
-    return SolverRun(B, problem.objective(B), row["lower_bound"], stop, [row],
+    return SolverRun(B, problem.objective(B), row["lower_bound"], stop, log,
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["cuts"],
                        "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs})
