@@ -20,7 +20,8 @@ from mtl_opt.solvers.options import SolveOptions
 
 
 class Enumeration:
-    """F minimized exactly on every combination of per-task supports (|S_k| <= s, no excluded pair).
+    """F minimized exactly on every combination of per-task supports (|S_k| <= s, no excluded pair), or
+    with ``common`` on every shared support (|S| <= s columns; an excluded pair's coefficient is 0).
 
     F = sum_k ||y_k - X_k b_k||^2 / (2 n_k) + (lambda_ridge/2) ||B||^2
         + (lambda_bbar/2) sum_k ||b_k - mean_k b_k||^2 + (lambda_zbar/2) sum_j c_j (K - c_j) / K,
@@ -31,20 +32,22 @@ class Enumeration:
     Data as given (no intercept: center beforehand to profile one out).
     """
 
-    def __init__(self, Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar=0.0, excluded=None):
+    def __init__(self, Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar=0.0, excluded=None, common=False):
         K, p = len(Xs), Xs[0].shape[1]
         excluded = np.zeros((K, p), bool) if excluded is None else excluded
-        per_task = []
-        for k in range(K):
-            rows = [np.isin(np.arange(p), cols) for size in range(s + 1)
-                    for cols in itertools.combinations(range(p), size)]
-            per_task.append(np.array([row for row in rows if not np.any(row & excluded[k])]))
-        picks = np.stack(np.meshgrid(*[np.arange(len(m)) for m in per_task], indexing="ij"), -1).reshape(-1, K)
-        self.masks = np.stack([per_task[k][picks[:, k]] for k in range(K)], axis=1)     # (N, K, p)
+        rows = np.array([np.isin(np.arange(p), cols) for size in range(s + 1)
+                         for cols in itertools.combinations(range(p), size)])
+        if common:   # the supports (N, K, p) as bnb fixes them (by column), the coefficients without excluded pairs
+            self.masks = np.repeat(rows[:, None, :], K, axis=1)
+            nonzero = self.masks & ~excluded
+        else:
+            per_task = [rows[~np.any(rows & excluded[k], axis=1)] for k in range(K)]
+            picks = np.stack(np.meshgrid(*[np.arange(len(m)) for m in per_task], indexing="ij"), -1).reshape(-1, K)
+            self.masks = nonzero = np.stack([per_task[k][picks[:, k]] for k in range(K)], axis=1)
         H = (scipy.linalg.block_diag(*[X.T @ X / len(y) for X, y in zip(Xs, ys)])
              + (lambda_ridge + lambda_bbar) * np.eye(K * p) - lambda_bbar / K * np.kron(np.ones((K, K)), np.eye(p)))
         q = np.concatenate([X.T @ y / len(y) for X, y in zip(Xs, ys)])
-        flat = self.masks.reshape(len(picks), K * p)
+        flat = nonzero.reshape(len(nonzero), K * p)
         B = np.zeros(flat.shape)
         for size in np.unique(flat.sum(axis=1)):
             rows = np.flatnonzero(flat.sum(axis=1) == size)
@@ -68,6 +71,10 @@ class Enumeration:
         return float(self.values[ok].min()) if ok.any() else np.inf
 
 
+def enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded=None):
+    return Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded, common=variant.startswith("cs"))
+
+
 def bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded=None):
     return SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=s, lambda_ridge=lambda_ridge,
                                    lambda_bbar=lambda_bbar, lambda_zbar=lambda_zbar, fit_intercept=False,
@@ -80,7 +87,8 @@ def below(bound, optimum):
 
 #: (variant, seed, K, p, n, s, lambda_ridge, lambda_bbar, lambda_zbar): wide (n < p) and tall tasks.
 BOUND_CASES = [("bbar", 0, 3, 6, 4, 2, 0.01, 10.0, 0.0), ("bbar", 1, 2, 7, 12, 2, 1.0, 0.1, 0.0),
-               ("zbar_bbar", 2, 3, 5, 8, 1, 0.1, 1.0, 10.0), ("zbar_bbar", 3, 2, 6, 4, 2, 0.1, 3.0, 1.0)]
+               ("zbar_bbar", 2, 3, 5, 8, 1, 0.1, 1.0, 10.0), ("zbar_bbar", 3, 2, 6, 4, 2, 0.1, 3.0, 1.0),
+               ("cs_bbar", 7, 3, 6, 4, 2, 0.01, 10.0, 0.0), ("cs_bbar", 8, 2, 7, 12, 3, 1.0, 1.0, 0.0)]
 
 
 @one_blas_thread   # as solve_bnb runs: L-BFGS-B's tiny BLAS calls on spinning threads crawl under load
@@ -96,13 +104,16 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     excluded = np.zeros((K, p), bool)
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    table = Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
+    table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
     search = bnb._SetSearch(problem, 200, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     y, tight = np.concatenate(ys), 0
     for _ in range(6):
         fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(K, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
-        fixed[excluded] = bnb.OUT
+        if variant == "cs_bbar":   # a shared support is fixed by column, an excluded pair only weighs 0
+            fixed[:] = fixed[0]
+        else:
+            fixed[excluded] = bnb.OUT
         for row in fixed:   # at most s in per task
             row[np.flatnonzero(row == bnb.IN)[s:]] = bnb.OUT
         optimum = table.optimum(fixed)
@@ -122,7 +133,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
 
 #: (variant, seed, K, p, n, s, lambda_ridge, lambda_bbar, lambda_zbar)
 CHILD_CASES = [("bbar", 4, 3, 6, 4, 2, 0.1, 1.0, 0.0), ("zbar_bbar", 5, 2, 7, 10, 2, 0.01, 10.0, 1.0),
-               ("zbar_bbar", 6, 3, 5, 4, 2, 1.0, 0.1, 10.0)]
+               ("zbar_bbar", 6, 3, 5, 4, 2, 1.0, 0.1, 10.0), ("cs_bbar", 9, 3, 6, 4, 2, 0.1, 3.0, 0.0)]
 
 
 @one_blas_thread
@@ -134,7 +145,7 @@ def test_bbar_child_bounds_are_below_the_enumerated_child_optima(
     rng = np.random.default_rng(seed)
     Xs, ys = data(seed, K, p, n, s)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
-    table = Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar)
+    table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
     search = bnb._SetSearch(problem, 40, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     tight = 0
@@ -170,7 +181,9 @@ SOLVE_CASES = [("bbar", 20, 1, 8, 4, 2, 0.01, 1.0, 0.0, 0.5, "zero"),
                ("zbar_bbar", 22, 2, 8, 5, 2, 0.01, 1.0, 1.0, 0.0, "bcd"),
                ("zbar_bbar", 20, 3, 7, 4, 2, 0.01, 3.0, 0.3, 0.5, "zero"),
                ("zbar_bbar", 20, 2, 8, 12, 2, 0.1, 1.0, 0.1, 0.5, "bcd"),
-               ("zbar_bbar", 20, 3, 6, 4, 1, 0.1, 10.0, 10.0, 0.5, "zero")]
+               ("zbar_bbar", 20, 3, 6, 4, 1, 0.1, 10.0, 10.0, 0.5, "zero"),
+               ("cs_bbar", 23, 2, 8, 4, 2, 0.01, 1.0, 0.0, 0.5, "zero"),
+               ("cs_bbar", 24, 3, 7, 12, 3, 0.1, 10.0, 0.0, 0.0, "bcd")]
 
 
 @pytest.mark.parametrize("variant,seed,K,p,n,s,lambda_ridge,lambda_bbar,lambda_zbar,signal,start", SOLVE_CASES)
@@ -180,7 +193,7 @@ def test_bnb_proves_the_enumerated_optimum_with_a_bbar_term(
     the enumerated one) or put the final bound above it."""
     Xs, ys = data(seed, K, p, n, s, signal=signal)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
-    optimum = Enumeration(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar).optimum()
+    optimum = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar).optimum()
     incumbent = np.zeros((K, p)) if start == "zero" else fit_bcd(problem, local_search=False)[0]
     result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), incumbent)
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
@@ -189,19 +202,19 @@ def test_bnb_proves_the_enumerated_optimum_with_a_bbar_term(
     assert problem.feasible(result.estimate)
 
 
-def centered_optimum(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar):
+def centered_optimum(Xs, ys, s, lambda_ridge, lambda_bbar, lambda_zbar, variant="bbar"):
     """The enumerated optimum with intercepts (profiled out by centering each task's data)."""
-    return Enumeration([X - X.mean(axis=0) for X in Xs], [y - y.mean() for y in ys],
-                       s, lambda_ridge, lambda_bbar, lambda_zbar).optimum()
+    return enumeration([X - X.mean(axis=0) for X in Xs], [y - y.mean() for y in ys],
+                       variant, s, lambda_ridge, lambda_bbar, lambda_zbar).optimum()
 
 
 @pytest.mark.parametrize("scale,offset", [(1e-6, 0.0), (1.0, 1e9)])
-@pytest.mark.parametrize("variant,lambda_zbar", [("bbar", 0.0), ("zbar_bbar", 1.0)])
+@pytest.mark.parametrize("variant,lambda_zbar", [("bbar", 0.0), ("zbar_bbar", 1.0), ("cs_bbar", 0.0)])
 def test_estimator_certifies_bbar_with_bnb_at_any_scale(variant, lambda_zbar, scale, offset):
     """y times 1e-6 (lambda_zbar times 1e-12, lambda_ridge and lambda_bbar unchanged: the same problem in
     other units) and y + 1e9, with an intercept: the optimum is enumerated on the centered, unshifted data."""
     Xs, ys = data(13, 2, 7, 5, 2, signal=2.0)
-    optimum = centered_optimum(Xs, ys, 2, 0.1, 1.0, lambda_zbar) * scale**2
+    optimum = centered_optimum(Xs, ys, 2, 0.1, 1.0, lambda_zbar, variant) * scale**2
     model = SparseMTL(variant=variant, s=2, lambda_ridge=0.1, lambda_bbar=1.0, lambda_zbar=lambda_zbar * scale**2,
                       algorithm="bnb", standardize=False, solve_options=SolveOptions(time_limit=60))
     model.fit(MultiTaskData(Xs, [scale * y + offset for y in ys]))
@@ -225,19 +238,21 @@ def test_exact_picks_bnb_for_a_wide_bbar_problem_and_certifies():
 
 
 def test_bnb_refuses_bbar_only_beyond_its_scope_and_names_a_path_that_works():
-    """cs_bbar and K > MAX_BBAR_TASKS are refused up front, naming oa_multi_tree; at K = MAX_BBAR_TASKS
-    (2^K task sets per column) bnb certifies the enumerated optimum (p = 2, s = 1: 3^K supports)."""
+    """Per-task supports with K > MAX_BBAR_TASKS are refused up front, naming oa_multi_tree; at
+    K = MAX_BBAR_TASKS (2^K task sets per column) bnb certifies the enumerated optimum (p = 2, s = 1:
+    3^K supports), and a shared support (cs_bbar: two sets per column, none or all tasks) at any K."""
     def model(variant, s):
         return SparseMTL(variant=variant, s=s, lambda_ridge=0.1, lambda_bbar=5.0, algorithm="bnb",
                          standardize=False, solve_options=SolveOptions(time_limit=60))
 
-    for variant, K in [("cs_bbar", 2), ("bbar", bnb.MAX_BBAR_TASKS + 1), ("zbar_bbar", bnb.MAX_BBAR_TASKS + 1)]:
-        Xs, ys = data(15, K, 4, 6, 2)
+    for variant in ("bbar", "zbar_bbar"):
+        Xs, ys = data(15, bnb.MAX_BBAR_TASKS + 1, 4, 6, 2)
         with pytest.raises(InvalidParameterError, match="oa_multi_tree"):
             model(variant, 2).fit(MultiTaskData(Xs, ys))
-    Xs, ys = data(15, bnb.MAX_BBAR_TASKS, 2, 3, 1, signal=0.5)
-    optimum = centered_optimum(Xs, ys, 1, 0.1, 5.0, 0.0)
-    result = model("bbar", 1).fit(MultiTaskData(Xs, ys)).result_
-    assert result.algorithm == "bnb" and result.status == "optimal"
-    assert result.lower_bound <= optimum * (1 + 1e-7)
-    assert result.objective == pytest.approx(optimum, rel=1e-6)
+    for variant, K, p, s in [("bbar", bnb.MAX_BBAR_TASKS, 2, 1), ("cs_bbar", 3 * bnb.MAX_BBAR_TASKS, 6, 2)]:
+        Xs, ys = data(15, K, p, 3, s, signal=0.5)
+        optimum = centered_optimum(Xs, ys, s, 0.1, 5.0, 0.0, variant)
+        result = model(variant, s).fit(MultiTaskData(Xs, ys)).result_
+        assert result.algorithm == "bnb" and result.status == "optimal"
+        assert result.lower_bound <= optimum * (1 + 1e-7)
+        assert result.objective == pytest.approx(optimum, rel=1e-6)

@@ -61,7 +61,7 @@ def child_optimum(Xs, ys, variant, s, lambda_zbar, fixed, lambda_ridge=0.1):
 
 def random_node(rng, variant, K, p, s):
     """Random fixings (per column for a shared support), at most s in per task."""
-    rows = 1 if variant == "cs_l2" else K
+    rows = 1 if variant.startswith("cs") else K
     fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(rows, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
     for row in fixed:
         row[np.flatnonzero(row == bnb.IN)[s - 1:]] = bnb.FREE   # room for one more in
@@ -70,7 +70,7 @@ def random_node(rng, variant, K, p, s):
 
 def entries(fixed, variant):
     """The free branching variables: pairs, or columns for a shared support."""
-    if variant == "cs_l2":
+    if variant.startswith("cs"):
         return [(slice(None), j) for j in np.flatnonzero(fixed[0] == bnb.FREE)]
     return [tuple(e) for e in np.argwhere(fixed == bnb.FREE)]
 

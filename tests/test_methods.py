@@ -87,7 +87,7 @@ def wide():
 @pytest.mark.parametrize("params, phrase", [
     ({"algorithm": "oa", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
     ({"algorithm": "oa_multi_tree", "backend": "scip", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
-    ({"algorithm": "bnb", "variant": "cs_bbar", "lambda_ridge": 0.1, "lambda_bbar": 0.1}, "Bbar term on a common"),
+    ({"algorithm": "bnb", "variant": "bbar", "lambda_ridge": 0.0, "lambda_bbar": 0.1}, "lambda_ridge > 0"),
     ({"algorithm": "oa_single_tree", "backend": "highs", "lambda_ridge": 0.1}, "runs on 'scip'"),
     ({"algorithm": "bnb", "backend": "highs", "lambda_ridge": 0.1}, "no backend")])
 def test_a_method_refuses_before_any_work(wide, monkeypatch, params, phrase):
@@ -243,7 +243,8 @@ def _exact_fit(variant, n, *, lambda_ridge=0.1, backend=None, seed=5):
     ("l0l2", 30, None, "oa_single_tree"),   # n_k > p: the cuts borrow mu_k
     ("l0l2", 30, "highs", "oa_multi_tree"),  # the only exact path on HiGHS
     ("bbar", 5, None, "bnb"),               # n_k < p: bnb models Bbar (each column's task sets)
-    ("cs_bbar", 5, None, "oa_single_tree"),  # bnb does not model Bbar on a common support
+    ("cs_bbar", 5, None, "bnb"),            # and on a common support (two task sets per column)
+    ("cs_bbar", 30, None, "oa_single_tree"),
 ])
 def test_exact_runs_the_method_that_suits_the_problem_and_certifies_it(variant, n, backend, picked):
     model, data, problem = _exact_fit(variant, n, backend=backend)

@@ -68,8 +68,8 @@ class SparseMTL(MTLEstimator):
         solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
         ridge, where the other two stall; with a Zbar or Bbar term one joint tree whose
         node bounds price the support budgets by Lagrange multipliers (with Bbar, each
-        column's task sets enumerated: K <= 8); needs lambda_ridge > 0, no Zbar or Bbar
-        term on a common support (cs_bbar), and no backend.
+        column's task sets enumerated: K <= 8, any K for cs_bbar); needs lambda_ridge > 0,
+        and no backend.
     solver : str or None
         Deprecated name of ``algorithm`` (a DeprecationWarning when set; setting both is an error).
     standardize : bool, default=True

@@ -54,10 +54,11 @@ the bounds above already take a node's fixed-in entries, whose beta stays free (
 With the Bbar term (``_SetSearch``) a column's coefficients are coupled through beta_bar, so
 its conjugate is no longer a sum over tasks: the same priced bound enumerates each column's
 2^K task sets (K <= ``MAX_BBAR_TASKS``) with the exact conjugate of the ridge and Bbar terms on
-each set.  For few tasks the enumeration is also the faster way to the Zbar bound (the same
-minima and softminima as the recursion), so Zbar variants with K <= ``ENUMERATED_TASKS`` use it.
+each set; on a common support (``cs_bbar``) a column holds no task or all of them, two sets at
+any K.  For few tasks the enumeration is also the faster way to the Zbar bound (the same minima
+and softminima as the recursion), so Zbar variants with K <= ``ENUMERATED_TASKS`` use it.
 
-Scope: lambda_ridge > 0, and no Zbar or Bbar term on a common support (``cs_bbar``).  The bound
+Scope: lambda_ridge > 0, every variant.  The bound
 uses the penalties' curvature alone, not the curvature outer approximation borrows when
 n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
 """
@@ -100,8 +101,8 @@ MEMORY = 10
 #: with 1e-7, 5.8 / 5.94% with 1e-5.
 FTOL = 1e-7
 FREE, OUT, IN = -1, 0, 1
-#: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term up to
-#: ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
+#: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term on per-task supports
+#: up to ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
 MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
@@ -179,13 +180,14 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
 
 def refusal(problem: SparseProblem) -> str | None:
     """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
-    if not problem.lambda_ridge > 0 or (problem.common_support and (problem.lambda_zbar or problem.lambda_bbar)):
-        return ("algorithm='bnb' needs lambda_ridge > 0, and no Zbar or Bbar term on a common "
-                "support; use algorithm='oa_multi_tree', which models them.")
-    if problem.lambda_bbar and problem.n_tasks > MAX_BBAR_TASKS:
+    if not problem.lambda_ridge > 0:
+        return ("algorithm='bnb' needs lambda_ridge > 0 (its node bounds come from the ridge term); "
+                "use algorithm='oa_multi_tree', which models lambda_ridge = 0.")
+    if problem.lambda_bbar and not problem.common_support and problem.n_tasks > MAX_BBAR_TASKS:
         return (f"algorithm='bnb' with a Bbar term enumerates the 2^K task sets of each column, "
                 f"for K <= {MAX_BBAR_TASKS} tasks (here K = {problem.n_tasks}); use "
-                f"algorithm='oa_multi_tree', which models any K.")
+                f"algorithm='oa_multi_tree', which models any K (or variant='cs_bbar': a shared "
+                f"support has two sets per column, and bnb takes any K).")
     side = problem.side
     if side.bounded:
         return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
@@ -692,17 +694,19 @@ class _SetSearch(_ZbarSearch):
         F >= base(r) - s sum_k pi_k + sum_j min_S [sum_(k in S) pi_k - g_S(v_j) + (lambda_zbar/2) P(|S|)]
 
     for every r and pi >= 0, S over the task sets the node allows for column j, all 2^K of them
-    enumerated.  C_|S| is what the Bbar term adds: a column's coefficients are priced at
-    lambda_ridge + lambda_bbar along the tasks' differences, at lambda_ridge along their mean.  At
+    enumerated (on a common support the two a shared column can have: no task, or all K).  C_|S|
+    is what the Bbar term adds: a column's coefficients are priced at lambda_ridge + lambda_bbar
+    along the tasks' differences, at lambda_ridge along their mean.  At
     lambda_bbar = 0 (C = 0, a = lambda_ridge) this is ``_ZbarSearch``'s bound, found by enumeration.
     """
 
     def __init__(self, problem: SparseProblem, *args):
         K = problem.n_tasks
-        codes = np.arange(2**K)
-        #: set number i holds task k iff bit k of i is 1: (2^K, K) 0/1, and each set's size
-        self.sets = ((codes[:, None] >> np.arange(K)) & 1).astype(float)
-        self.set_codes, self.set_sizes = codes, self.sets.sum(axis=1).astype(int)
+        if problem.common_support:   # a shared column is in every task's support or in none
+            self.sets = np.array([np.zeros(K), np.ones(K)])
+        else:   # set number i holds task k iff bit k of i is 1: (2^K, K) 0/1
+            self.sets = ((np.arange(2**K)[:, None] >> np.arange(K)) & 1).astype(float)
+        self.set_sizes = self.sets.sum(axis=1).astype(int)
         a = Fraction(problem.lambda_ridge) + Fraction(problem.lambda_bbar)
         c = Fraction(problem.lambda_bbar) / K
         #: 1 / (2a) and C_|S| per set, rounded up from exact rationals (so above the exact values)
@@ -758,11 +762,9 @@ class _SetSearch(_ZbarSearch):
         fixed-out one); kept for the node last asked about, as a climb asks about one node throughout."""
         key = fixed.tobytes()
         if self._allowed_for[0] != key:
-            in_codes = (fixed == IN).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
-            out_codes = (fixed == OUT).T.astype(int) @ (1 << np.arange(fixed.shape[0]))
-            codes = self.set_codes[None, :]
-            allowed = ((codes & in_codes[:, None]) == in_codes[:, None]) & ((codes & out_codes[:, None]) == 0)
-            self._allowed_for = key, allowed
+            missing_in = (fixed == IN).T.astype(float) @ (1.0 - self.sets.T)   # fixed-in tasks a set lacks
+            holding_out = (fixed == OUT).T.astype(float) @ self.sets.T        # fixed-out tasks it holds
+            self._allowed_for = key, (missing_in == 0) & (holding_out == 0)
         return self._allowed_for[1]
 
     def _set_minima(self, totals: np.ndarray):
