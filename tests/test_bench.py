@@ -14,7 +14,7 @@ import pytest
 from tables import assert_same_csv
 from test_sparse import brute_force_optimum
 
-from mtl_opt.bench import runner
+from mtl_opt.bench import cell, runner
 from mtl_opt.bench.plots import performance_ratios
 from mtl_opt.bench.runner import ResultStore, run_bench
 from mtl_opt.bench.solvers import SOLVERS, BenchSolver, full_params, resolve
@@ -22,7 +22,7 @@ from mtl_opt.cli import ExitCode, main
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.formulations.sparse import SparseProblem
-from mtl_opt.instance import load_instance
+from mtl_opt.instance import Instance, load_instance
 from mtl_opt.tomlfile import read_toml
 
 LIB = Path(__file__).resolve().parents[1] / "instances" / "library"
@@ -116,6 +116,28 @@ def test_a_crash_and_a_hard_timeout_are_recorded_the_run_goes_on_and_crashes_can
     rows = run_bench(instances, resolve(["broken", "endless", "bcd"]), time_limit=1, hard_limit=hard,
                      out=tmp_path, retry_crashed=True)
     assert ran == ["broken"] and len(rows) == 6
+
+
+def test_cells_sharing_the_machine_get_one_solver_thread_unless_the_instance_sets_it(tmp_path, monkeypatch):
+    """--jobs 2: each cell's solver gets one thread (a bnb cell would start a second process), but
+    an instance's own [solve] threads wins; --jobs 1 leaves the solver's default."""
+    sent = []
+    monkeypatch.setattr(runner, "run_cell", lambda cell: sent.append(cell.threads))
+    cells = runner.plan([GRID[0]], resolve(["bcd", "bnb"]), time_limit=5, repeats=1)[0]
+    for jobs in (2, 1):
+        list(runner.execute(cells, jobs=jobs))
+    assert sent == [1, 1, None, None]
+
+    given = tmp_path / "given.toml"
+    given.write_text(Path(GRID[0]).read_text().replace('path = "', f'path = "{LIB}/')
+                     + "threads = 2\n")
+    built = []
+    estimator = Instance.estimator
+    monkeypatch.setattr(Instance, "estimator", lambda self, **kw: built.append(estimator(self, **kw)) or built[-1])
+    for path, threads, expected in [(GRID[0], 1, 1), (GRID[0], None, None), (str(given), 1, 2)]:
+        outcome = cell.fit({"instance": path, "params": {}, "time_limit": 5, "threads": threads})
+        assert outcome["status"] in ("heuristic", "optimal")
+        assert built[-1].solve_options.threads == expected, path
 
 
 def test_resume_runs_only_the_cells_not_recorded(local_run, tmp_path, monkeypatch):

@@ -1,11 +1,11 @@
 """One benchmark fit in its own process: ``python -m mtl_opt.bench.cell`` (JSON in on stdin).
 
 The input is ``{"instance": path, "params": {...}, "time_limit": seconds,
-"parent": pid}``; the last stdout line that starts with ``MARKER`` carries the
-outcome as JSON.  The cell dies with its parent (``die_with_parent``).
-Running each fit in a fresh process lets the parent kill it at a hard
-wall-clock limit, and makes the process's peak resident set size
-(``getrusage``) the memory of this one fit, native solver memory included.
+"threads": n or None, "parent": pid}`` (``threads`` applies where the instance file
+sets none); the last stdout line that starts with ``MARKER`` carries the outcome as JSON.
+The cell dies with its parent (``die_with_parent``).  Running each fit in a fresh process
+lets the parent kill it at a hard wall-clock limit, and makes the process's peak resident
+set size (``getrusage``) the memory of this one fit, native solver memory included.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def fit(payload: dict) -> dict:
 
     instance = load_instance(payload["instance"])
     data = instance.load_data()
-    estimator = instance.estimator(time_limit=payload["time_limit"])
+    threads = payload.get("threads") if instance.options.threads is None else None
+    estimator = instance.estimator(time_limit=payload["time_limit"], threads=threads)
     estimator.set_params(**payload["params"])
     before = peak_rss_mb()
     start = time.perf_counter()

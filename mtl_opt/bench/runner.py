@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import InvalidParameterError
@@ -53,7 +53,8 @@ class Cell:
     """One fit to run: what ``run_cell`` needs, picklable for Dask.
 
     ``instance`` is the path as given (it names the cell in the results);
-    ``path`` is its absolute form, which the worker opens.
+    ``path`` is its absolute form, which the worker opens.  ``threads``: the
+    solver's threads where the instance file does not set them (None: its default).
     """
 
     instance: str
@@ -64,6 +65,7 @@ class Cell:
     repeat: int
     time_limit: float
     hard_limit: float
+    threads: int | None = None
 
     @property
     def key(self) -> tuple:
@@ -151,8 +153,8 @@ CELLS = CellProcesses()
 def run_cell(cell: Cell) -> dict | None:
     """Fit ``cell`` in a child process; a crash or a hard timeout becomes a row like any other
     (None if the bench was stopped: nothing ran, or the cell was killed by ``CELLS.stop``)."""
-    payload = json.dumps({"instance": cell.path, "params": cell.params,
-                          "time_limit": cell.time_limit, "parent": os.getpid()})
+    payload = json.dumps({"instance": cell.path, "params": cell.params, "time_limit": cell.time_limit,
+                          "threads": cell.threads, "parent": os.getpid()})
     start = time.perf_counter()
     child = CELLS.start()
     if child is None:
@@ -248,11 +250,16 @@ def _parse_row(line: str) -> dict | None:
 
 
 def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
-    """Yield the row of every cell as it finishes: joblib threads locally, or a Dask cluster."""
+    """Yield the row of every cell as it finishes: joblib threads locally, or a Dask cluster.
+    Cells that share this machine (``jobs`` > 1) get one solver thread each (bnb's second
+    process, SCIP's and HiGHS's threads), unless their instance file sets ``threads``."""
     if not cells:
         return
     if scheduler is None:
         from joblib import Parallel, delayed
+
+        if jobs > 1:
+            cells = [replace(cell, threads=1) for cell in cells]
 
         yield from Parallel(n_jobs=jobs, backend="threading", return_as="generator_unordered")(
             delayed(run_cell)(cell) for cell in cells)

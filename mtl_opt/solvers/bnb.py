@@ -58,9 +58,9 @@ each set; on a common support (``cs_bbar``) a column holds no task or all of the
 any K.  For few tasks the enumeration is also the faster way to the Zbar bound (the same minima
 and softminima as the recursion), so Zbar variants with K <= ``ENUMERATED_TASKS`` use it.
 
-Scope: lambda_ridge > 0, every variant.  The bound
-uses the penalties' curvature alone, not the curvature outer approximation borrows when
-n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
+Scope: lambda_ridge > 0, every variant (with a Bbar term on per-task supports, K <=
+``MAX_BBAR_TASKS``).  The bound uses the penalties' curvature alone, not the curvature outer
+approximation borrows when n_k > p; it is built for n_k <= p, where that curvature is 0 anyway.
 """
 
 from __future__ import annotations
@@ -182,7 +182,8 @@ def refusal(problem: SparseProblem) -> str | None:
     """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
     if not problem.lambda_ridge > 0:
         return ("algorithm='bnb' needs lambda_ridge > 0 (its node bounds come from the ridge term); "
-                "use algorithm='oa_multi_tree', which models lambda_ridge = 0.")
+                "use algorithm='oa_multi_tree', which takes lambda_ridge = 0 where every task has "
+                "curvature of its own (n_k > p).")
     if problem.lambda_bbar and not problem.common_support and problem.n_tasks > MAX_BBAR_TASKS:
         return (f"algorithm='bnb' with a Bbar term enumerates the 2^K task sets of each column, "
                 f"for K <= {MAX_BBAR_TASKS} tasks (here K = {problem.n_tasks}); use "
