@@ -53,6 +53,7 @@ import time
 import numpy as np
 from tqdm import tqdm
 
+from mtl_opt.bench.cell import trace
 from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
 from mtl_opt.formulations.sparse import SparseProblem
@@ -306,16 +307,15 @@ def checkpoint_gaps(method, problem, B, backend, limits):
     longest, seconds = run_until(limits[-1])
     status = final_status(longest, REL_GAP)
     certified = f"{seconds:.1f} s" if status == "optimal" else "-"
-    timed = [row for row in longest.log if row.get("time") is not None and row.get("incumbent") is not None]
-    times = [row["time"] for row in timed]
+    points = trace(longest.log)   # (time, lower bound, incumbent) per logged row
     cells = []
     for limit in limits:
         if limit == limits[-1] or (status == "optimal" and seconds <= limit):
             cells.append(gap_cell(longest))
             break
-        if times and times[0] <= limit < times[-1]:
-            row = [row for row in timed if row["time"] <= limit][-1]
-            cells.append(f"{100 * relative_gap(row['incumbent'], max(row['lower_bound'] or 0.0, 0.0)):.3g}%")
+        if points and points[0][0] <= limit < points[-1][0]:
+            _, bound, incumbent = [point for point in points if point[0] <= limit][-1]
+            cells.append(f"{100 * relative_gap(incumbent, max(bound, 0.0)):.3g}%")
         else:
             cells.append(gap_cell(run_until(limit)[0]))
     return cells + [""] * (len(limits) - len(cells)), certified
