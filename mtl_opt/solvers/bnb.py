@@ -697,8 +697,8 @@ class _SetSearch(_ZbarSearch):
     for every r and pi >= 0, S over the task sets the node allows for column j, all 2^K of them
     enumerated (on a common support the two a shared column can have: no task, or all K).  C_|S|
     is what the Bbar term adds: a column's coefficients are priced at lambda_ridge + lambda_bbar
-    along the tasks' differences, at lambda_ridge along their mean.  At
-    lambda_bbar = 0 (C = 0, a = lambda_ridge) this is ``_ZbarSearch``'s bound, found by enumeration.
+    along the tasks' differences, at lambda_ridge along their mean.  At lambda_bbar = 0 (C = 0,
+    a = lambda_ridge) this is ``_ZbarSearch``'s bound, found by enumeration.
     """
 
     def __init__(self, problem: SparseProblem, *args):
