@@ -261,17 +261,18 @@ SMTL_PATHS = (("oa-highs", "oa_multi_tree", "highs"), ("oa-scip", "oa_single_tre
               ("miqp-scip", "miqp", "scip"), ("bnb", "bnb", None))
 
 
-def smtl_problem(variant: str, seed: int, params: dict) -> SparseProblem:
+def smtl_problem(variant: str, seed: int, params: dict, p: int = 250) -> SparseProblem:
     """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it,
-    with the penalties ``params`` (``SMTL_PARAMS[variant]``, or as ``--penalty`` changes them)."""
-    train, _ = smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
+    with the penalties ``params`` (``SMTL_PARAMS[variant]``, or as ``--penalty`` changes them);
+    ``p`` other than the paper's 250 is for the frontier (``--smtl-p``)."""
+    train, _ = smtl_simulation(p=p, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
     scaled, _ = train.standardize(how="task", center=True, scale=True)
     return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True, **params)
 
 
 def smtl(args):
     limits = sorted(args.checkpoints)
-    print(f"\n## 4. The paper's simulation where CV fits it (p=250, K=4, n_k=50, q=14; seeds "
+    print(f"\n## 4. The paper's simulation where CV fits it (p={args.smtl_p}, K=4, n_k=50, q=14; seeds "
           f"{args.seeds}; gap at each time limit, time to rel_gap {REL_GAP:g})\n")
     print("| variant | penalties | seed | bcd F | path | " + " | ".join(f"gap at {t:g} s" for t in limits)
           + " | to 1e-4 |")
@@ -280,7 +281,7 @@ def smtl(args):
         params = {**SMTL_PARAMS[variant], **dict(args.penalty)}
         penalties = ", ".join(f"{k}={v:g}" for k, v in params.items())
         for seed in args.seeds:
-            problem = smtl_problem(variant, seed, params)
+            problem = smtl_problem(variant, seed, params, args.smtl_p)
             B = fit_bcd(problem)[0]
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
@@ -355,6 +356,8 @@ def main(argv=None):
     parser.add_argument("--penalty", type=penalty, action="append", default=[],
                         help="smtl section: name=value in place of SMTL_PARAMS' (repeatable), e.g. "
                              "lambda_ridge=1, bbar's other CV choice")
+    parser.add_argument("--smtl-p", type=int, default=250,
+                        help="smtl section: features (the paper's 250; 1000 for the frontier)")
     args = parser.parse_args(argv)
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)

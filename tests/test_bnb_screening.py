@@ -115,8 +115,9 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
 
 @pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
 def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
-    """The climb's D takes its penalty from a partition (``_heaviest``), the reported bound and
-    the proposed support from a stable sort (``_greedy``): the same weight, with many ties."""
+    """The climb's D takes its penalty from a partition (``_heaviest_total``), the reported bound and
+    the proposed support from a stable sort (``_greedy``): the same weight, with many ties; and the
+    greedy support fills each budget with the node's fixed-in entries and none of its fixed-out ones."""
     rng = np.random.default_rng(11)
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
@@ -124,10 +125,11 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
         for _ in range(20):
             fixed = search._filled(random_node(rng, variant, K, p, s))
             weight = rng.integers(0, 3, size=(K, p)).astype(float)   # ties throughout
-            heaviest, greedy = search._heaviest(fixed, weight), search._greedy(fixed, weight)
-            assert np.sum(weight[heaviest]) == pytest.approx(np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
-            assert np.array_equal(heaviest.sum(axis=1), greedy.sum(axis=1))
-            assert np.all(heaviest[fixed == bnb.IN]) and not np.any(heaviest[fixed == bnb.OUT])
+            heaviest = search._heaviest_total(fixed, search._row_weights(weight))
+            greedy = search._greedy(fixed, weight)
+            assert heaviest == pytest.approx(np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
+            assert np.all(greedy.sum(axis=1) == np.minimum(s, (fixed != bnb.OUT).sum(axis=1)))
+            assert np.all(greedy[fixed == bnb.IN]) and not np.any(greedy[fixed == bnb.OUT])
 
 
 def test_capped_projection_matches_bisection():

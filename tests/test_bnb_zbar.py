@@ -51,25 +51,28 @@ def enumerated_optimum(Xs, ys, s, lambda_ridge, lambda_zbar, fixed=None):
 
 
 def instance(seed, K, p, n, s, lambda_ridge, lambda_zbar, excluded=None):
-    """Tasks sharing part of a support, so the Zbar term matters."""
+    """Tasks sharing part of a support, so the Zbar term matters; ``n`` rows per task, or a
+    tuple of each task's rows."""
     rng = np.random.default_rng(seed)
     shared = rng.choice(p, s + 1, replace=False)
     Xs, ys = [], []
-    for _ in range(K):
+    for n_k in (n if isinstance(n, tuple) else (n,) * K):
         beta = np.zeros(p)
         beta[rng.choice(shared, s, replace=False)] = rng.uniform(0.3, 1.0, s) * rng.choice([-1, 1], s)
-        X = rng.normal(size=(n, p))
+        X = rng.normal(size=(n_k, p))
         Xs.append(X)
-        ys.append(X @ beta + rng.normal(size=n))
+        ys.append(X @ beta + rng.normal(size=n_k))
     problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant="zbar_l2", s=s, lambda_ridge=lambda_ridge,
                                       lambda_zbar=lambda_zbar, fit_intercept=False, excluded=excluded)
     return problem, Xs, ys
 
 
-#: (seed, K, p, n, s, lambda_ridge, lambda_zbar): wide (n < p) and tall tasks, every s and penalty.
+#: (seed, K, p, n, s, lambda_ridge, lambda_zbar): wide (n < p) and tall tasks, every s and penalty,
+#: and tasks of different sizes (the climb stacks them padded to the longest).
 CASES = [(0, 1, 7, 4, 2, 0.1, 1.0), (1, 2, 6, 4, 2, 0.1, 1.0), (2, 2, 8, 12, 3, 1.0, 0.01),
          (3, 3, 6, 4, 1, 1.0, 10.0), (4, 3, 6, 10, 2, 1.0, 0.01), (5, 2, 7, 5, 3, 0.1, 10.0),
-         (6, 3, 6, 5, 3, 0.1, 1.0), (7, 2, 8, 20, 2, 1.0, 1.0), (8, 3, 7, 9, 2, 1.0, 10.0)]
+         (6, 3, 6, 5, 3, 0.1, 1.0), (7, 2, 8, 20, 2, 1.0, 1.0), (8, 3, 7, 9, 2, 1.0, 10.0),
+         (9, 3, 7, (4, 11, 6), 2, 0.1, 1.0), (10, 2, 6, (12, 3), 2, 1.0, 10.0)]
 
 
 @pytest.mark.parametrize("seed,K,p,n,s,lambda_ridge,lambda_zbar", CASES)
@@ -95,7 +98,7 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
     incumbent to stop it), on a wide and a tall instance; by the recursion over tasks and by
     the enumeration of each column's task sets (what solve_bnb runs for K <= 6)."""
     rng = np.random.default_rng(11)
-    for K, p, n, s, lambda_zbar in [(3, 6, 4, 2, 1.0), (2, 7, 12, 3, 10.0)]:
+    for K, p, n, s, lambda_zbar in [(3, 6, 4, 2, 1.0), (2, 7, 12, 3, 10.0), (3, 6, (4, 9, 5), 2, 1.0)]:
         excluded = np.zeros((K, p), bool)
         excluded[0, 1] = True
         problem, Xs, ys = instance(20 + K, K, p, n, s, 0.1, lambda_zbar, excluded)
@@ -109,7 +112,7 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
             optimum = enumerated_optimum(Xs, ys, s, 0.1, lambda_zbar,
                                          np.where(fixed == bnb.FREE, -1, fixed))
             for scale in (0.0, 0.1, 1.0, 10.0):
-                point = np.concatenate([np.concatenate(ys) + rng.normal(size=K * n),
+                point = np.concatenate([np.concatenate(ys) + rng.normal(size=sum(map(len, ys))),
                                         scale * rng.exponential(size=K)])
                 value, _ = search.dual(fixed, point, 0.1)
                 safe = search.safe_dual(fixed, point)
@@ -117,6 +120,34 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
             search.upper = np.inf
             climbed, _, _ = search.bound(fixed, search.start())
             assert climbed <= optimum + 1e-12 * abs(optimum)
+
+
+@pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
+    ("l0l2", 0.0, 0.0, bnb._Search), ("cs_l2", 0.0, 0.0, bnb._Search), ("zbar_l2", 1.0, 0.0, bnb._ZbarSearch),
+    ("zbar_l2", 1.0, 0.0, bnb._SetSearch), ("bbar", 0.0, 10.0, bnb._SetSearch), ("cs_bbar", 0.0, 10.0, bnb._SetSearch)])
+def test_the_climbed_gradient_is_the_smoothed_duals(variant, lambda_zbar, lambda_bbar, search_class):
+    """The gradient L-BFGS climbs with is that of the smoothed D it returns (central differences),
+    on tasks of different sizes: a wrong one leaves every bound valid but climbs badly, which no
+    soundness test sees."""
+    rng = np.random.default_rng(5)
+    sizes, p = (4, 9, 6), 7
+    Xs = [rng.normal(size=(n, p)) for n in sizes]
+    ys = [X @ rng.normal(size=p) + rng.normal(size=len(X)) for X in Xs]
+    problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=2, lambda_ridge=0.5,
+                                      lambda_zbar=lambda_zbar, lambda_bbar=lambda_bbar, fit_intercept=False)
+    search = search_class(problem, 40, np.zeros((3, p)), Deadline(30))
+    fixed = np.full((3, p), bnb.FREE, dtype=np.int8)
+    fixed[:, 0] = bnb.IN
+    fixed[:, 1] = bnb.OUT
+    point = search.start() + 0.1 * rng.normal(size=search.start().shape)
+    point[sum(sizes):] = np.abs(point[sum(sizes):])   # prices >= 0
+    _, (_, gradient) = search.dual(fixed, point, 0.3)
+    h, numeric = 1e-6, np.empty_like(point)
+    for i in range(len(point)):
+        step = np.zeros_like(point)
+        step[i] = h
+        numeric[i] = (search.dual(fixed, point + step, 0.3)[1][0] - search.dual(fixed, point - step, 0.3)[1][0]) / (2 * h)
+    assert np.allclose(gradient, numeric, rtol=1e-4, atol=1e-6 * np.abs(numeric).max())
 
 
 @pytest.mark.parametrize("scale,offset", [(1.0, 0.0), (1e-6, 0.0), (1.0, 1e9)])

@@ -225,8 +225,19 @@ class _Search:
                  deadline: Deadline, screening: bool = True):
         self.problem, self.node_iterations, self.deadline = problem, node_iterations, deadline
         self.screening, self.screened = screening, 0
-        self.ends = np.cumsum([0] + [len(y) for y in problem.ys])   # task k's residuals: ends[k]:ends[k+1]
+        sizes = np.array([len(y) for y in problem.ys])
+        self.ends = np.concatenate([[0], np.cumsum(sizes)])   # task k's residuals: ends[k]:ends[k+1]
         self.abs_Xs = [np.abs(X) for X in problem.Xs]
+        # The climb's products for all K tasks at once: the tasks stacked, padded with zero rows
+        # (and zero residuals) to the longest, which add nothing to any product.
+        self.rows = np.arange(sizes.max())[None, :] < sizes[:, None]            # (K, n_max) real rows
+        self.stacked_X = np.zeros(self.rows.shape + (problem.n_features,))
+        self.stacked_X[self.rows] = np.vstack(problem.Xs)
+        self.stacked_y = np.zeros(self.rows.shape)
+        self.stacked_y[self.rows] = np.concatenate(problem.ys)
+        self.per_row = 1.0 / sizes
+        self.slope_scale = problem.allowed * self.per_row[:, None]
+        self._node_memo = (None, {})
         self.heap, self.counter = [], itertools.count()
         self.best, self.upper = None, np.inf
         self.offer(problem.refit(problem.side.support(incumbent)))
@@ -461,69 +472,97 @@ class _Search:
 
     def dual(self, fixed: np.ndarray, r: np.ndarray, mu: float):
         """(D(r), (smoothed D, its gradient in r)) at the node."""
-        problem, lam = self.problem, self.problem.lambda_ridge
+        lam = self.problem.lambda_ridge
         v = self._slopes(r)
-        a = v**2 / (2 * lam)
+        a = self._row_weights(v**2 / (2 * lam))
         z = self._smoothed(fixed, a, mu)
         base, gradient = self._loss_part(r, z * v / lam)
-        free = fixed == FREE
-        penalty = np.sum(z[free] ** 2) / (problem.n_tasks if problem.common_support else 1)
-        return base - np.sum(a[self._heaviest(fixed, a)]), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+        penalty = np.sum(z * z) - self._of_node(fixed, self._fixed_in_count)   # ||z_free||^2: fixed-in z are 1
+        return base - self._heaviest_total(fixed, a), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
 
     def _loss_part(self, point: np.ndarray, penalty_slopes: np.ndarray):
         """(sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k, the gradient in the point of that minus a penalty
         part whose gradient in v is ``penalty_slopes`` (K, p); the K prices' entries left to fill)."""
-        base, gradient = 0.0, np.empty_like(point)
-        for k, (X, y) in enumerate(zip(self.problem.Xs, self.problem.ys)):
-            rk, n = point[self.ends[k]:self.ends[k + 1]], len(y)
-            base += (y @ rk - rk @ rk / 2) / n
-            gradient[self.ends[k]:self.ends[k + 1]] = (y - rk - X @ penalty_slopes[k]) / n
+        R, y = self._stacked(point), self.stacked_y
+        base = float(np.sum(y * R - R * R / 2, axis=1) @ self.per_row)
+        fitted = np.matmul(self.stacked_X, penalty_slopes[:, :, None])[:, :, 0]
+        gradient = np.empty_like(point)
+        gradient[:self.ends[-1]] = ((y - R - fitted) * self.per_row[:, None])[self.rows]
         return base, gradient
+
+    def _stacked(self, point: np.ndarray) -> np.ndarray:
+        """(K, n_max) the point's residuals by task, 0 past a task's rows."""
+        R = np.zeros(self.rows.shape)
+        R[self.rows] = point[:self.ends[-1]]
+        return R
 
     def worst(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray:
         """The node's worst support at the dual point ``r`` (a feasible one: it is refitted)."""
         return self._greedy(fixed, self.weights(r))
 
-    def _smoothed(self, fixed: np.ndarray, a: np.ndarray, mu: float) -> np.ndarray:
-        """argmax over the node's z of z.a - (mu/2)||z_free||^2: free entries clip((a - tau)/mu, 0, 1)."""
+    def _smoothed(self, fixed: np.ndarray, row_weights: np.ndarray, mu: float) -> np.ndarray:
+        """argmax over the node's z of z.a - (mu/2)||z_free||^2 (per budget row, ``_row_weights``):
+        free entries clip((a - tau)/mu, 0, 1)."""
         def fill(z, free, weight, budget):
             z[free] = _capped(weight[free] / mu, budget)
-        return self._per_row(fixed, a, fill)
+            return z
+        return self._per_row(fixed, row_weights, fill)
 
     def _slopes(self, r: np.ndarray) -> np.ndarray:
         """(K, p) v_jk = X_k' r_k / n_k, 0 for an excluded pair (its beta is fixed at 0)."""
-        problem = self.problem
-        return problem.allowed * np.array([X.T @ r[self.ends[k]:self.ends[k + 1]] / len(y)
-                                           for k, (X, y) in enumerate(zip(problem.Xs, problem.ys))])
+        return np.matmul(self._stacked(r)[:, None, :], self.stacked_X)[:, 0, :] * self.slope_scale
 
     def _greedy(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """The node's worst z: its fixed-in entries plus the heaviest free ones (the first of equal ones)."""
         def fill(z, free, weight, budget):
-            z[np.flatnonzero(free)[np.argsort(-weight[free], kind="stable")[:budget]]] = 1.0
-        return self._per_row(fixed, weight, fill) > 0.5
+            z[free[np.argsort(-weight[free], kind="stable")[:budget]]] = 1.0
+            return z
+        z = self._per_row(fixed, self._row_weights(weight), fill) > 0.5
+        return np.repeat(z, len(fixed), axis=0) if self.problem.common_support else z
 
-    def _heaviest(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
-        """A z of ``_greedy``'s weight, by partition rather than sorting: which of equal weights it
-        takes is not fixed, so D's value, not the support, comes from it."""
-        def fill(z, free, weight, budget):
-            index = np.flatnonzero(free)
-            if budget >= len(index):
-                z[index] = 1.0
+    def _heaviest_total(self, fixed: np.ndarray, row_weights: np.ndarray) -> float:
+        """The weight of ``_greedy``'s z (per budget row, ``_row_weights``), by partition rather than
+        sorting: which of equal weights it takes changes nothing in the total."""
+        total = 0.0
+        for (inside, free, budget), weight in zip(self._of_node(fixed, self._budget_rows), row_weights):
+            total += inside @ weight
+            if budget >= len(free):
+                total += weight[free].sum()
             elif budget > 0:
-                z[index[np.argpartition(-weight[index], budget - 1)[:budget]]] = 1.0
-        return self._per_row(fixed, weight, fill) > 0.5
+                total += np.partition(weight[free], len(free) - budget)[len(free) - budget:].sum()
+        return total
 
-    def _per_row(self, fixed: np.ndarray, weight: np.ndarray, fill) -> np.ndarray:
-        """z with the fixed-in entries at 1 and ``fill(z, free, weight, budget)`` choosing the free ones,
-        per task, or once over the columns (weights summed over tasks) for common supports."""
-        s = self.problem.s
-        rows = [(fixed[0], weight.sum(axis=0))] if self.problem.common_support else zip(fixed, weight)
-        z = []
-        for state, row_weight in rows:
-            row = (state == IN).astype(float)
-            fill(row, state == FREE, row_weight, s - int((state == IN).sum()))
-            z.append(row)
-        return np.repeat(z, fixed.shape[0], axis=0) if self.problem.common_support else np.array(z)
+    def _row_weights(self, weight: np.ndarray) -> np.ndarray:
+        """(K, p) weights as the budgets count them: per task, or (1, p) summed over the tasks for
+        common supports (a shared column takes every task's weight)."""
+        return weight.sum(axis=0, keepdims=True) if self.problem.common_support else weight
+
+    def _per_row(self, fixed: np.ndarray, row_weights: np.ndarray, fill) -> np.ndarray:
+        """(rows, p) z per budget row (``_row_weights``): the fixed-in entries at 1 and
+        ``fill(z, free, weight, budget)`` choosing among the free ones (indices) and returning z."""
+        return np.array([fill(inside.copy(), free, weight, budget)
+                         for (inside, free, budget), weight in zip(self._of_node(fixed, self._budget_rows), row_weights)])
+
+    def _budget_rows(self, fixed: np.ndarray) -> list:
+        """Per budget row (each task, or the shared columns once): (its fixed-in entries as 0/1 floats,
+        the indices of its free ones, the budget they have left)."""
+        states = fixed[:1] if self.problem.common_support else fixed
+        return [((state == IN).astype(float), np.flatnonzero(state == FREE), self.problem.s - int((state == IN).sum()))
+                for state in states]
+
+    def _fixed_in_count(self, fixed: np.ndarray) -> int:
+        """Fixed-in entries over the budget rows (columns, for common supports)."""
+        return int(sum(inside.sum() for inside, _, _ in self._of_node(fixed, self._budget_rows)))
+
+    def _of_node(self, fixed: np.ndarray, build):
+        """``build(fixed)``, kept for the node last asked about: a climb asks about one node throughout."""
+        key = fixed.tobytes()
+        if self._node_memo[0] != key:
+            self._node_memo = key, {}
+        memo = self._node_memo[1]
+        if build.__name__ not in memo:
+            memo[build.__name__] = build(fixed)
+        return memo[build.__name__]
 
 
 class _ZbarSearch(_Search):
@@ -713,7 +752,6 @@ class _SetSearch(_ZbarSearch):
         #: 1 / (2a) and C_|S| per set, rounded up from exact rationals (so above the exact values)
         self.inverse = _rounded_up(1 / (2 * a))
         self.coupling = np.array([_rounded_up(c / (2 * a * (a - c * m))) for m in self.set_sizes])
-        self._allowed_for = (None, None)
         super().__init__(problem, *args)
 
     def weights(self, r: np.ndarray) -> np.ndarray:
@@ -760,13 +798,13 @@ class _SetSearch(_ZbarSearch):
 
     def _allowed_sets(self, fixed: np.ndarray) -> np.ndarray:
         """(p, 2^K) whether the node allows each column's set (it holds every fixed-in task and no
-        fixed-out one); kept for the node last asked about, as a climb asks about one node throughout."""
-        key = fixed.tobytes()
-        if self._allowed_for[0] != key:
-            missing_in = (fixed == IN).T.astype(float) @ (1.0 - self.sets.T)   # fixed-in tasks a set lacks
-            holding_out = (fixed == OUT).T.astype(float) @ self.sets.T        # fixed-out tasks it holds
-            self._allowed_for = key, (missing_in == 0) & (holding_out == 0)
-        return self._allowed_for[1]
+        fixed-out one)."""
+        return self._of_node(fixed, self._set_rule)
+
+    def _set_rule(self, fixed: np.ndarray) -> np.ndarray:
+        missing_in = (fixed == IN).T.astype(float) @ (1.0 - self.sets.T)   # fixed-in tasks a set lacks
+        holding_out = (fixed == OUT).T.astype(float) @ self.sets.T        # fixed-out tasks it holds
+        return (missing_in == 0) & (holding_out == 0)
 
     def _set_minima(self, totals: np.ndarray):
         """((p,) each column's smallest total, (K, p) the tasks of its set)."""
