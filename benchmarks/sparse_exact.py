@@ -40,7 +40,7 @@ the certified optimum.  Sections:
    past that limit (``checkpoint_gaps``), else taken from a run with that time_limit; a limit
    after the path certified is left blank, and "to 1e-4" is the wall time of the run that
    certified.  ``--paths`` chooses the paths here too (add ``bnb``: it runs where it accepts
-   the variant).
+   the variant).  The issue's frontier: ``--penalty lambda_ridge=0.01``, and ``--smtl-p 1000``.
 """
 
 from __future__ import annotations

@@ -122,6 +122,26 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
             assert climbed <= optimum + 1e-12 * abs(optimum)
 
 
+@pytest.mark.parametrize("sizes", [(5, 5, 5), (4, 9, 6), (12, 3), (1, 30, 2, 16, 7)])
+def test_task_blocks_give_each_tasks_own_products(sizes):
+    """The climb's batched products (tasks stacked in blocks, padded) against each task's own:
+    X_k'r_k, the loss part sum_k (y_k.r_k - ||r_k||^2/2) / n_k and its gradient (y_k - r_k - X_k g_k) / n_k."""
+    rng = np.random.default_rng(len(sizes))
+    p = 6
+    Xs = [rng.normal(size=(n, p)) for n in sizes]
+    ys = [rng.normal(size=n) for n in sizes]
+    ends = np.cumsum([0, *sizes])
+    blocks = bnb._TaskBlocks(Xs, ys, ends)
+    assert sum(X.size for _, _, X, _, _, _ in blocks.blocks) <= 2 * sum(X.size for X in Xs)
+    point, slopes = rng.normal(size=ends[-1] + 2), rng.normal(size=(len(sizes), p))
+    r = [point[ends[k]:ends[k + 1]] for k in range(len(sizes))]
+    assert np.allclose(blocks.products(point), [X.T @ rk for X, rk in zip(Xs, r)], rtol=1e-12, atol=1e-12)
+    base, gradient = blocks.loss_part(point, slopes)
+    assert base == pytest.approx(sum((y @ rk - rk @ rk / 2) / len(y) for y, rk in zip(ys, r)), rel=1e-12)
+    expected = np.concatenate([(y - rk - X @ g) / len(y) for X, y, rk, g in zip(Xs, ys, r, slopes)])
+    assert np.allclose(gradient[:ends[-1]], expected, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
     ("l0l2", 0.0, 0.0, bnb._Search), ("cs_l2", 0.0, 0.0, bnb._Search), ("zbar_l2", 1.0, 0.0, bnb._ZbarSearch),
     ("zbar_l2", 1.0, 0.0, bnb._SetSearch), ("bbar", 0.0, 10.0, bnb._SetSearch), ("cs_bbar", 0.0, 10.0, bnb._SetSearch)])
