@@ -827,14 +827,11 @@ class _SetSearch(_ZbarSearch):
 
     def _totals(self, fixed: np.ndarray, g: np.ndarray, prices: np.ndarray) -> np.ndarray:
         """(p, 2^K) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids."""
-        return np.where(self._allowed_sets(fixed), (self.sets @ prices + self.set_cost) - g, np.inf)
+        return np.where(self._of_node(fixed, self._allowed_sets), (self.sets @ prices + self.set_cost) - g, np.inf)
 
     def _allowed_sets(self, fixed: np.ndarray) -> np.ndarray:
         """(p, 2^K) whether the node allows each column's set (it holds every fixed-in task and no
-        fixed-out one)."""
-        return self._of_node(fixed, self._set_rule)
-
-    def _set_rule(self, fixed: np.ndarray) -> np.ndarray:
+        fixed-out one); ``_totals`` keeps it per node."""
         missing_in = (fixed == IN).T.astype(float) @ (1.0 - self.sets.T)   # fixed-in tasks a set lacks
         holding_out = (fixed == OUT).T.astype(float) @ self.sets.T        # fixed-out tasks it holds
         return (missing_in == 0) & (holding_out == 0)
