@@ -19,7 +19,7 @@ from mtl_opt.solvers.options import SolveOptions
 #: variant, its extra penalties, K, p, n_k: per-task trees (l0l2), common supports (with and
 #: without Bbar) and joint trees with the Zbar and the Bbar term; wide designs and a tiny ridge,
 #: so each needs dozens of nodes.
-CASES = [("l0l2", {}, 2, 12, 6), ("cs_l2", {}, 2, 12, 6), ("zbar_l2", {"lambda_zbar": 0.3}, 2, 9, 5),
+CASES = [("l0l2", {}, 2, 12, 6), ("cs_l2", {}, 2, 12, 6), ("zbar_l2", {"lambda_zbar": 0.3}, 2, 8, 5),
          ("bbar", {"lambda_bbar": 2.0}, 2, 8, 5), ("cs_bbar", {"lambda_bbar": 0.5}, 2, 16, 6)]
 
 

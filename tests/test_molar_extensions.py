@@ -168,17 +168,18 @@ def test_estimator_parameter_errors_name_the_parameter(cls, name, value):
 # ------------------------------------------------------- confidence intervals
 
 def test_conf_int_covers_and_is_shorter_than_ols_intervals():
-    """200 repetitions of d=10, M=20, n=2000, s=1, sigma=0.1 known; alpha = 0.1.
+    """80 repetitions of d=10, M=20, n=2000, s=1, sigma=0.1 known; alpha = 0.1.
 
-    Measured when written: coverage 0.954 (0.935 on the 2224 entries where a
-    task differs from the global parameter), mean length 41% of the OLS
-    intervals.  Over-coverage is by design: as in the paper's union bound both
-    the global and the OLS interval have level 1 - alpha/2.
+    Measured with 200 repetitions: coverage 0.954 (0.935 on the 2224 entries where a
+    task differs from the global parameter), mean length 41% of the OLS intervals.
+    With these 80: 0.948 (0.944 on 871 entries), 41%; from seed 5000 on, 0.954
+    (0.917), 41%, still far from the thresholds.  Over-coverage is by design: as in
+    the paper's union bound both the global and the OLS interval have level 1 - alpha/2.
     """
     alpha, sigma = 0.1, 0.1
     z = scipy.stats.norm.ppf(1 - alpha / 2)
     covered, differing, length, ols_length = [], [], [], []
-    for rep in range(200):
+    for rep in range(80):
         problem = sparse_heterogeneity(d=10, M=20, n=2000, s=1, sigma=sigma, seed=1000 + rep)
         lower, upper = MOLAR(fit_intercept=False, sigma=sigma).fit(problem.data).conf_int(alpha)
         inside = (lower <= problem.coef) & (problem.coef <= upper)

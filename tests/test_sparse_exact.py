@@ -80,16 +80,17 @@ def _perspective_minimizer(problem, z):
     return np.linalg.solve(H, rhs).reshape(K, p)
 
 
-@pytest.mark.parametrize("backend", ["highs", "scip"])
 @pytest.mark.parametrize("variant", ["l0l2", "cs_l2", "cs_bbar", "zbar_l2"])
-def test_outer_approximation_proves_the_brute_force_optimum(variant, backend):
+def test_outer_approximation_proves_the_brute_force_optimum(variant):
+    """On HiGHS and on SCIP (one enumeration for both)."""
     problem, _ = random_problem(variant, 2000)
     optimum = brute_force_optimum(problem)
     start = fit_bcd(problem, local_search=False)[0]
-    result = solve_oa(problem, get_backend(backend), SolveOptions(time_limit=60), start)
-    assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
-    assert final_status(result, 1e-6) == "optimal"
-    assert result.objective == pytest.approx(optimum, rel=1e-6)
+    for backend in ("highs", "scip"):
+        result = solve_oa(problem, get_backend(backend), SolveOptions(time_limit=60), start)
+        assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum), backend
+        assert final_status(result, 1e-6) == "optimal", backend
+        assert result.objective == pytest.approx(optimum, rel=1e-6), backend
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -112,25 +113,26 @@ def test_oa_with_a_time_limit_keeps_a_valid_bound():
     assert final_status(result, 1e-6) in ("optimal", "time_limit")
 
 
-SOUNDNESS = [(variant, K, seed) for variant in VARIANTS for K, seed in [(1, 0), (2, 1), (3, 2), (2, 3), (3, 4)]]
+EXACT_PATHS = [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")]
 
 
-@pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
-def test_estimator_exact_paths_are_sound_on_30_tiny_instances(path):
-    """LB <= enumerated optimum <= UB on every instance; 'optimal' implies rel_gap <= tolerance."""
-    solver, backend = path
-    for variant, K, seed in SOUNDNESS:
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_estimator_exact_paths_are_sound_on_5_tiny_instances(variant):
+    """LB <= enumerated optimum <= UB on every instance and path (30 instances over the variants);
+    'optimal' implies rel_gap <= tolerance.  Each instance is enumerated once for the three paths."""
+    for K, seed in [(1, 0), (2, 1), (3, 2), (2, 3), (3, 4)]:
         problem, _ = random_problem(variant, 5000 + seed, K=K, p=6, n=15, s=2)
         optimum = brute_force_optimum(problem)
         data = MultiTaskData(list(problem.Xs), list(problem.ys))
         params = {k: getattr(problem, k) for k in ("lambda_ridge", "lambda_bbar", "lambda_zbar")}
-        model = SparseMTL(variant=variant, s=2, algorithm=solver, backend=backend, standardize=False,
-                          fit_intercept=False, solve_options=SolveOptions(time_limit=30), **params).fit(data)
-        result = model.result_
-        assert result.lower_bound <= optimum + 1e-9 * abs(optimum), (variant, K, seed)
-        assert optimum <= result.objective + 1e-9 * abs(optimum), (variant, K, seed)
-        if result.status == "optimal":
-            assert result.rel_gap <= 1e-6
+        for solver, backend in EXACT_PATHS:
+            model = SparseMTL(variant=variant, s=2, algorithm=solver, backend=backend, standardize=False,
+                              fit_intercept=False, solve_options=SolveOptions(time_limit=30), **params).fit(data)
+            result, case = model.result_, (solver, backend, K, seed)
+            assert result.lower_bound <= optimum + 1e-9 * abs(optimum), case
+            assert optimum <= result.objective + 1e-9 * abs(optimum), case
+            if result.status == "optimal":
+                assert result.rel_gap <= 1e-6, case
 
 
 def test_curvature_is_a_proven_lower_bound_on_the_loss_curvature():
@@ -142,7 +144,7 @@ def test_curvature_is_a_proven_lower_bound_on_the_loss_curvature():
     assert np.all(wide.curvature == 0)
 
 
-@pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
+@pytest.mark.parametrize("path", EXACT_PATHS, ids=lambda p: "-".join(p))
 def test_lambda_ridge_zero_is_certified_when_the_designs_have_curvature(path):
     """n_k > p: the loss's own curvature gives the cuts and a proven Big-M; checked by enumeration."""
     solver, backend = path
@@ -166,7 +168,7 @@ def test_exact_paths_refuse_lambda_ridge_zero_without_curvature():
             SparseMTL(variant="l0l2", s=3, algorithm=solver).fit(data)
 
 
-@pytest.mark.parametrize("path", [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")], ids=lambda p: "-".join(p))
+@pytest.mark.parametrize("path", EXACT_PATHS, ids=lambda p: "-".join(p))
 def test_time_limit_returns_in_time_with_incumbent_and_valid_bound(path):
     """n_k < p (no curvature to borrow) and a small ridge: no path closes this in 2 s (nor in 5)."""
     from mtl_opt.synthetic import smtl_simulation
