@@ -415,13 +415,10 @@ class _Search:
         terms add their magnitudes to ``safe_penalty``'s error bound, covered by a doubled gamma term.
         """
         penalty = self.safe_penalty(fixed, upper_weights, r)
-        common = self.problem.common_support
-        states, weights = (fixed[:1], upper_weights.sum(axis=0)[None]) if common else (fixed, upper_weights)
-        change = np.zeros((2,) + states.shape)      # in, out
+        rows = self._row_weights(upper_weights)
+        change = np.zeros((2,) + rows.shape)      # in, out
         magnitude = np.zeros_like(change)
-        for i, (state, weight) in enumerate(zip(states, weights)):
-            free = np.flatnonzero(state == FREE)
-            budget = self.problem.s - int((state == IN).sum())
+        for i, ((_, free, budget), weight) in enumerate(zip(self._of_node(fixed, self._budget_rows), rows)):
             order = free[np.argsort(-weight[free], kind="stable")]
             chosen, rest = order[:budget], order[budget:]
             following = weight[rest[0]] if len(rest) else 0.0
@@ -431,7 +428,9 @@ class _Search:
             change[1, i, chosen], magnitude[1, i, chosen] = following - weight[chosen], following + weight[chosen]
         slack = 2 * _gamma(upper_weights.size + 4) * (penalty + magnitude)
         children = penalty + change + slack
-        return [np.repeat(child, len(fixed), axis=0) for child in children] if common else list(children)
+        if self.problem.common_support:   # a column's children are every task's
+            return [np.repeat(child, len(fixed), axis=0) for child in children]
+        return list(children)
 
     def _safe_parts(self, r: np.ndarray):
         """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
