@@ -809,7 +809,9 @@ class _SetSearch(_ZbarSearch):
         chances = weights / mass                                     # (2^K, p), 0 on disallowed sets
         softminima = minima - mu * np.log(mass)
         z = self.sets.T @ chances
-        slopes = z * v * (2 * self.inverse) + self.sets.T @ (chances * (2 * self.coupling)[:, None] * sums)
+        slopes = z * v * (2 * self.inverse)
+        if sums is not None:   # the Bbar term's part
+            slopes += self.sets.T @ (chances * (2 * self.coupling)[:, None] * sums)
         base, gradient = self._loss_part(point, slopes * self.problem.allowed)
         gradient[self.n_residuals:] = z.sum(axis=1) - self.problem.s
         budget = self.problem.s * prices.sum()
@@ -820,9 +822,13 @@ class _SetSearch(_ZbarSearch):
         return self._within_budget(fixed, self._set_minima(self._totals(fixed, g, self.prices(point)))[1], point)
 
     def _conjugates(self, v: np.ndarray):
-        """((2^K, p) g_S(v_j) for every set and column, (2^K, p) sum_(k in S) v_jk)."""
+        """((2^K, p) g_S(v_j) for every set and column, (2^K, p) sum_(k in S) v_jk, or None without a
+        Bbar term: C_|S| = 0 then, and a Zbar variant's evaluation skips those products)."""
+        g = self.inverse * (self.sets @ v**2)
+        if not self.problem.lambda_bbar:
+            return g, None
         sums = self.sets @ v
-        return self.inverse * (self.sets @ v**2) + self.coupling[:, None] * sums**2, sums
+        return g + self.coupling[:, None] * sums**2, sums
 
     def _totals(self, fixed: np.ndarray, g: np.ndarray, prices: np.ndarray) -> np.ndarray:
         """(2^K, p) sum_(k in S) pi_k - g_S + (lambda_zbar/2) P(|S|); inf on the sets the node forbids.
