@@ -132,6 +132,27 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
             assert np.all(greedy[fixed == bnb.IN]) and not np.any(greedy[fixed == bnb.OUT])
 
 
+@pytest.mark.parametrize("variant,lambda_zbar,K,n,skip", [
+    ("l0l2", 0.0, 2, 6, 0), ("cs_l2", 0.0, 2, 6, 1), ("zbar_l2", 1.0, 2, 6, 1), ("cs_l2", 0.0, 1, 6, 0),
+    ("zbar_l2", 1.0, 2, 12, 0)])
+def test_the_root_climbs_every_stage_and_children_of_wide_joint_trees_skip_one(variant, lambda_zbar, K, n, skip,
+                                                                               monkeypatch):
+    """``warm_skip``: a tree over several tasks (a shared support, a Zbar term) with fewer rows than
+    features climbs its children from the parent's point without the roughest stage; one task's
+    tree (l0l2 splits per task, or K = 1) and a tree of tall tasks keep every stage."""
+    schedules = []
+    original = bnb._Search.mu_schedule
+    monkeypatch.setattr(bnb._Search, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
+    Xs, ys = data(1, K, 8, n, 2)
+    run = bnb.solve_bnb(problem_of(Xs, ys, variant, 2, lambda_zbar), SolveOptions(time_limit=60, threads=1),
+                        np.zeros((K, 8)))
+    assert run.native["nodes"] > 1
+    roots = K if variant == "l0l2" else 1
+    assert [len(mus) for mus in schedules[:roots]] == [bnb.STAGES] * roots
+    assert {len(mus) for mus in schedules[roots:]} == {bnb.STAGES - skip}
+    assert all(np.all(np.diff(mus) < 0) for mus in schedules)
+
+
 def test_capped_projection_matches_bisection():
     """The smoothed climb's z, clip(scores - t, 0, 1) with the least t >= 0 keeping sum z <= budget,
     against t found by bisection; scores with ties, negatives, many far below the cut, exact

@@ -223,10 +223,6 @@ class _Search:
     #: What bounds the nodes a split makes: here, one after the other; ``solve_bnb`` sets a
     #: ``NodePool`` that bounds them on both cores.
     pool = SERIAL
-    #: Smoothing stages a node skips once the root is bounded (it starts from its parent's dual
-    #: point, already climbed).  None here: skipping the first stage took 1.4-1.7x longer to
-    #: certify the grid's l0l2 row and two OKRidge rows (weaker bounds, more nodes).
-    warm_skip = 0
     #: Stages skipped now: none for the root, ``warm_skip`` after it.
     skipped = 0
 
@@ -251,6 +247,18 @@ class _Search:
                 root[:, problem.side.include.any(axis=0)] = IN
             self.push([self._filled(root)], self.start())
         self.skipped = self.warm_skip
+
+    @property
+    def warm_skip(self) -> int:
+        """Smoothing stages a node skips once the root is bounded: it starts from its parent's dual
+        point, already climbed, which the first, roughest stage pulls a long way off.  One where
+        the tree spans several tasks, each with fewer rows than features; none otherwise.
+        Measured (BENCHMARKS.md, "a skip where tasks are wide"): with the skip, such trees got
+        1.1-1.8x the nodes in 30 s and smaller gaps (sMTL zbar_l2 and cs_l2, grid rows), while
+        one task's tree took 1.4-1.7x longer to certify (the grid's l0l2 row, OKRidge rows) and
+        trees of tall tasks lost ground (the library's small cs_l2 and zbar_l2, a K = 5 grid row)."""
+        problem = self.problem
+        return int(problem.n_tasks > 1 and max(len(y) for y in problem.ys) < problem.n_features)
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -611,11 +619,6 @@ class _ZbarSearch(_Search):
 
     The dual point is (r, pi): the residuals, then the K prices, kept >= 0 by L-BFGS-B.
     """
-
-    #: A joint tree's children skip the first, roughest stage: on the sMTL zbar_l2 rows (seeds
-    #: 1-4) a tree got 1.5-1.8x the nodes in 30 s and 0.24-0.31 points less gap (the Bbar rows at
-    #: lambda_ridge 0.1: 1.6x the nodes, their ~20% gaps 0.3-0.4 points either way).
-    warm_skip = 1
 
     def __init__(self, problem: SparseProblem, *args):
         K = problem.n_tasks
