@@ -430,10 +430,10 @@ class _Search:
         terms add their magnitudes to ``safe_penalty``'s error bound, covered by a doubled gamma term.
         """
         penalty = self.safe_penalty(fixed, upper_weights, r)
-        rows = self._row_weights(upper_weights)
-        change = np.zeros((2,) + rows.shape)      # in, out
+        row_weights = self._row_weights(upper_weights)
+        change = np.zeros((2,) + row_weights.shape)      # in, out
         magnitude = np.zeros_like(change)
-        for i, ((_, free, budget), weight) in enumerate(zip(self._of_node(fixed, self._budget_rows), rows)):
+        for i, ((_, free, budget), weight) in enumerate(zip(self._of_node(fixed, self._budget_rows), row_weights)):
             order = free[np.argsort(-weight[free], kind="stable")]
             chosen, rest = order[:budget], order[budget:]
             following = weight[rest[0]] if len(rest) else 0.0
