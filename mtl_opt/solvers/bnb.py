@@ -66,13 +66,13 @@ approximation borrows when n_k > p; it is built for n_k <= p, where that curvatu
 from __future__ import annotations
 
 import copy
+import functools
 import heapq
 import itertools
 import time
 from fractions import Fraction
 
 import numpy as np
-import scipy.optimize
 
 from .. import __version__
 from ..errors import InvalidParameterError
@@ -80,6 +80,7 @@ from ..formulations.sparse import SparseProblem
 from ..result import relative_gap
 from ..deadline import Deadline
 from ..resources import one_blas_thread
+from . import lbfgsb
 from .bnb_pool import SERIAL, NodePool
 from .method import SolverRun
 from .oa import _format_row
@@ -218,8 +219,8 @@ class _Search:
     and the point that screens its entries before it is split (``screened`` counts the fixings).
     """
 
-    #: L-BFGS-B's bounds on the dual point (None: unbounded).
-    box = None
+    #: L-BFGS-B's lower bounds on the dual point (None: unbounded).
+    point_floor = None
     #: What bounds the nodes a split makes: here, one after the other; ``solve_bnb`` sets a
     #: ``NodePool`` that bounds them on both cores.
     pool = SERIAL
@@ -388,10 +389,8 @@ class _Search:
         r = r0
         try:
             for mu in self.mu_schedule():
-                run = scipy.optimize.minimize(negative_smoothed, r, args=(mu,), jac=True, method="L-BFGS-B",
-                                              bounds=self.box, options={"maxiter": self.node_iterations // STAGES,
-                                                       "maxcor": MEMORY, "gtol": 0.0, "ftol": FTOL})
-                r = run.x
+                r = lbfgsb.minimize(functools.partial(negative_smoothed, mu=mu), r, self.point_floor,
+                                    maxiter=self.node_iterations // STAGES, memory=MEMORY, ftol=FTOL)
         except _Pruned:
             pass
         return self.safe_dual(fixed, best[1]), best[1], self.worst(fixed, best[1])
@@ -626,7 +625,7 @@ class _ZbarSearch(_Search):
         #: (lambda_zbar/2) P(c) for c = 0..K tasks on a column
         self.size_cost = problem.lambda_zbar / 2 * sizes * (K - sizes) / K
         self.n_residuals = sum(len(y) for y in problem.ys)
-        self.box = [(None, None)] * self.n_residuals + [(0.0, None)] * K
+        self.point_floor = np.concatenate([np.full(self.n_residuals, -np.inf), np.zeros(K)])
         super().__init__(problem, *args)
 
     def start(self) -> np.ndarray:
