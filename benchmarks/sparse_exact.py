@@ -101,15 +101,16 @@ def problem_for(data, *, s=5, lambda_ridge=1e-3, lambda_zbar=0.01, variant="zbar
                                    lambda_zbar=lambda_zbar if variant.startswith("zbar") else 0.0)
 
 
-def run_paths(problem, time_limit, paths=PATHS):
-    """{path: (seconds, status, objective, lower bound, gap)} plus the bcd objective."""
+def run_paths(problem, time_limit, paths=PATHS, threads=None):
+    """{path: (seconds, status, objective, lower bound, gap)} plus the bcd objective; ``threads``
+    as SolveOptions takes it (None: every core)."""
     start = time.perf_counter()
     B = fit_bcd(problem)[0]
     bcd_time, bcd_objective = time.perf_counter() - start, problem.objective(B)
     out = {}
     for name, solve in paths.items():
         start = time.perf_counter()
-        result = solve(problem, SolveOptions(time_limit=time_limit, rel_gap=REL_GAP), B)
+        result = solve(problem, SolveOptions(time_limit=time_limit, rel_gap=REL_GAP, threads=threads), B)
         out[name] = (time.perf_counter() - start, final_status(result, REL_GAP), result.objective, result.lower_bound,
                      relative_gap(result.objective, result.lower_bound))
     return bcd_time, bcd_objective, out
@@ -168,7 +169,7 @@ def grid(args):
     for p, K, s, n, lr in tqdm(configs, desc="grid", unit="instance", leave=False):
         problem = problem_for(demo_data(p, K, n, snr=args.snr, seed=args.seed), s=s, lambda_ridge=lr,
                               variant=args.variant)
-        bcd_time, bcd_objective, out = run_paths(problem, args.time_limit, paths)
+        bcd_time, bcd_objective, out = run_paths(problem, args.time_limit, paths, args.threads)
         proven = [e for e in out.values() if e[1] == "optimal"]
         bcd_opt = ("yes" if proven and bcd_objective <= min(e[2] for e in proven) * (1 + 1e-9)
                    else "no" if proven else "?")
@@ -183,7 +184,7 @@ def agreement(args):
     print("|---|" + "---|" * len(PATHS) + "---|")
     for seed in tqdm(range(10), desc="agreement", unit="instance", leave=False):
         problem = problem_for(demo_data(30, 3, 100, snr=args.snr, seed=100 + seed))
-        _, _, out = run_paths(problem, args.time_limit)
+        _, _, out = run_paths(problem, args.time_limit, threads=args.threads)
         proven = [e[2] for e in out.values() if e[1] == "optimal"]
         spread = (max(proven) - min(proven)) / min(proven) if len(proven) > 1 else float("nan")
         tqdm.write(f"| {100 + seed} | " + " | ".join(cell(out[name]) for name in PATHS)
@@ -241,7 +242,7 @@ def okridge_section(args):
             runs.append(f"{seconds:.1f}" if seconds < args.time_limit else f"{seconds:.0f} (limit)")
             ok_time = seconds
         guarantee = REL_GAP * (half_yy - F) / F
-        _, _, out = run_paths(problem, args.time_limit, ours)
+        _, _, out = run_paths(problem, args.time_limit, ours, args.threads)
         best = min((e[0] for e in out.values() if e[1] == "optimal"), default=float("nan"))
         print(f"| {p} | {snr:g} | {lambda2:g} | {seed} | {runs[0]} | {guarantee:.1e} | {runs[1]} | "
               + " | ".join(cell(out[name]) for name in ours) + f" | {best / ok_time:.2f} |", flush=True)
@@ -286,12 +287,12 @@ def smtl(args):
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
                     continue
-                gaps, certified = checkpoint_gaps(METHODS[name], problem, B, backend, limits)
+                gaps, certified = checkpoint_gaps(METHODS[name], problem, B, backend, limits, args.threads)
                 print(f"| {variant} | {penalties} | {seed} | {problem.objective(B):.6g} | {label} | "
                       + " | ".join(gaps) + f" | {certified} |", flush=True)
 
 
-def checkpoint_gaps(method, problem, B, backend, limits):
+def checkpoint_gaps(method, problem, B, backend, limits, threads=None):
     """(the gap at each time limit, as table cells; the seconds to rel_gap, or "-").
 
     One run at the longest limit.  A shorter limit t reads the last log row at or before t when
@@ -301,7 +302,7 @@ def checkpoint_gaps(method, problem, B, backend, limits):
     """
     def run_until(limit):
         start = time.perf_counter()
-        run = run_exact(method, problem, B, SolveOptions(time_limit=limit, rel_gap=REL_GAP),
+        run = run_exact(method, problem, B, SolveOptions(time_limit=limit, rel_gap=REL_GAP, threads=threads),
                         Deadline(limit), backend)
         return run, time.perf_counter() - start
 
@@ -334,6 +335,9 @@ def main(argv=None):
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--snr", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="our paths' threads (default: every core); 1 runs bnb on one core, as "
+                             "OKRidge runs")
     parser.add_argument("--full", action="store_true", help="the issue's whole grid (hours with every path)")
     parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(GRID_PATHS),
                         help="exact paths of the grid and smtl sections")

@@ -23,24 +23,26 @@ def smooth_convex(seed: int, n: int = 30):
     return fun, n
 
 
-def scipys(fun, x0, lower, maxiter, ftol):
+def scipys(fun, x0, lower, maxiter, ftol, maxfun):
     bounds = None if lower is None else scipy.optimize.Bounds(lower, np.inf)
     return scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                                   options={"maxiter": maxiter, "maxcor": 10, "ftol": ftol, "gtol": 0.0}).x
+                                   options={"maxiter": maxiter, "maxcor": 10, "ftol": ftol, "gtol": 0.0,
+                                            "maxfun": maxfun}).x
 
 
 @pytest.mark.parametrize("direct", [True, False])
-@pytest.mark.parametrize("maxiter", [3, 400])          # stopped by maxiter, or by ftol
+@pytest.mark.parametrize("maxiter, maxfun", [(3, 15000), (400, 15000), (400, 6)])  # stopped by maxiter, ftol, maxfun
 @pytest.mark.parametrize("bounded", [False, True])
-def test_the_iterates_are_scipys(monkeypatch, direct, maxiter, bounded):
+def test_the_iterates_are_scipys(monkeypatch, direct, maxiter, maxfun, bounded):
     if direct and not lbfgsb.DIRECT:
         pytest.skip("this scipy's compiled L-BFGS-B has another signature: scipy.optimize.minimize runs")
     monkeypatch.setattr(lbfgsb, "DIRECT", direct)
+    monkeypatch.setattr(lbfgsb, "MAX_EVALUATIONS", maxfun)
     fun, n = smooth_convex(maxiter + bounded)
     lower = np.where(np.arange(n) < 8, 0.25, -np.inf) if bounded else None
     x0 = np.linspace(-1.0, 1.0, n)                     # starts outside the box: clipped into it
     ours = lbfgsb.minimize(fun, x0, lower, maxiter=maxiter, memory=10, ftol=1e-9)
-    np.testing.assert_allclose(ours, scipys(fun, x0, lower, maxiter, 1e-9), rtol=TOLERANCE, atol=TOLERANCE)
+    np.testing.assert_allclose(ours, scipys(fun, x0, lower, maxiter, 1e-9, maxfun), rtol=TOLERANCE, atol=TOLERANCE)
     if bounded:
         assert np.all(ours[:8] >= 0.25)
         assert np.isclose(ours[:8], 0.25).any()        # the box binds: the test sees it

@@ -20,10 +20,10 @@ try:
 except ImportError:   # a scipy that moved it: scipy.optimize.minimize then
     _lbfgsb = None
 
-#: Most function evaluations in one line search (scipy's default).
-MAX_LINE_SEARCH = 20
+#: Most function evaluations in one line search, and in one run (scipy's defaults).
+MAX_LINE_SEARCH, MAX_EVALUATIONS = 20, 15000
 #: The routine's task codes (scipy >= 1.15): evaluate f and g at x, a new iterate, stop.
-_FG, _NEW_X, _STOP, _STOP_MAXITER = 3, 1, 5, 504
+_FG, _NEW_X, _STOP, _STOP_MAXITER, _STOP_MAXFUN = 3, 1, 5, 504, 502
 
 
 def minimize(fun, x0: np.ndarray, lower: np.ndarray | None, *, maxiter: int, memory: int,
@@ -31,8 +31,8 @@ def minimize(fun, x0: np.ndarray, lower: np.ndarray | None, *, maxiter: int, mem
     """The last iterate of L-BFGS-B minimizing ``fun`` (x -> (value, gradient)) from ``x0``,
     with x >= ``lower`` (-inf entries: unbounded; None: no bounds).
 
-    It stops after ``maxiter`` iterations or once a step gains less than ``ftol`` relative to the
-    value (no gradient test, no cap on evaluations), as ``scipy.optimize.minimize(..., method=
+    It stops after ``maxiter`` iterations, once a step gains less than ``ftol`` relative to the
+    value (no gradient test), or past ``MAX_EVALUATIONS``, as ``scipy.optimize.minimize(..., method=
     "L-BFGS-B", options={"maxiter", "maxcor": memory, "ftol", "gtol": 0})`` does, whose loop
     ``_direct`` is.  ``fun`` gets a copy of the point; exceptions it raises pass through.
     """
@@ -41,31 +41,34 @@ def minimize(fun, x0: np.ndarray, lower: np.ndarray | None, *, maxiter: int, mem
     bounds = None if lower is None else scipy.optimize.Bounds(lower, np.inf)
     return scipy.optimize.minimize(fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                                    options={"maxiter": maxiter, "maxcor": memory, "ftol": ftol,
-                                            "gtol": 0.0}).x
+                                            "gtol": 0.0, "maxfun": MAX_EVALUATIONS}).x
 
 
 def _direct(fun, x0, lower, maxiter, memory, ftol) -> np.ndarray:
     """``minimize`` by the compiled routine: scipy's ``_minimize_lbfgsb`` loop (scipy >= 1.15)."""
     n = len(x0)
-    finite = np.zeros(n, dtype=bool) if lower is None else np.isfinite(lower)
-    low, high = np.where(finite, lower if lower is not None else 0.0, 0.0), np.zeros(n)
+    lower = np.full(n, -np.inf) if lower is None else lower
+    finite = np.isfinite(lower)
+    low, high = np.where(finite, lower, 0.0), np.zeros(n)
     x = np.where(finite, np.maximum(x0, low), x0).astype(np.float64)   # x0 clipped into the box
     kinds = finite.astype(np.int32)   # 1: bounded below only, 0: free
     f, g = 0.0, np.zeros(n)
     work = np.zeros(2 * memory * n + 5 * n + 11 * memory * memory + 8 * memory)
     int_work, task, line_task = np.zeros(3 * n, np.int32), np.zeros(2, np.int32), np.zeros(2, np.int32)
     logical, integers, doubles = np.zeros(4, np.int32), np.zeros(44, np.int32), np.zeros(29)
-    factr, iterations = ftol / np.finfo(float).eps, 0
+    factr, iterations, evaluations = ftol / np.finfo(float).eps, 0, 0
     while True:
         _lbfgsb.setulb(memory, x, low, high, kinds, f, g, factr, 0.0, work, int_work, task,
                        logical, integers, doubles, MAX_LINE_SEARCH, line_task)
         if task[0] == _FG:
             f, g = fun(x.copy())
-            f, g = float(f), np.asarray(g, dtype=np.float64)
+            f, g, evaluations = float(f), np.asarray(g, dtype=np.float64), evaluations + 1
         elif task[0] == _NEW_X:
             iterations += 1
             if iterations >= maxiter:
                 task[:] = _STOP, _STOP_MAXITER
+            elif evaluations > MAX_EVALUATIONS:
+                task[:] = _STOP, _STOP_MAXFUN
         else:
             return x
 
