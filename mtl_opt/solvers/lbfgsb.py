@@ -3,8 +3,8 @@ directly.
 
 bnb bounds a node by climbing its dual with L-BFGS-B, hundreds of steps of about 0.4 ms each at
 p = 250, K = 4.  ``scipy.optimize.minimize`` adds about 0.25 ms of Python to each step (its
-``ScalarFunction`` wrapper, copies and checks of the point, a result object per iteration): 40-60%
-of a climb.  ``minimize`` here runs the loop scipy's own ``_minimize_lbfgsb`` runs around the same
+``ScalarFunction`` wrapper, copies and checks of the point, a result object per iteration): 33-43%
+of a climb's time.  ``minimize`` here runs the loop scipy's own ``_minimize_lbfgsb`` runs around the same
 compiled routine, without the wrapper: the same iterates and the same stops (tested against
 scipy's).  The routine's calling convention is private to scipy; it is the one of scipy 1.15 and
 later (``DIRECT``, probed at import), and other versions go through ``scipy.optimize.minimize``.
