@@ -938,22 +938,30 @@ def _capped(scores: np.ndarray, budget: int) -> np.ndarray:
     interpolated on the segment that crosses the budget.  Only scores above
     L = w_(budget+1) - 1 (the (budget+1)-th largest minus 1) take part: at t < L
     budget + 1 entries would be 1, so t >= L, where the others are 0; L is itself a
-    break, so the crossing segment lies above it (most of the scores, at p >> s).
+    break, so the crossing segment lies above it (most of the scores, at p >> s).  Breaks
+    below 0 are raised to 0, and equal breaks are kept: they have equal sums, so the segment
+    that crosses has two distinct ends.  (Measured on the climbs' own calls, sMTL cs_l2: 50
+    against 77 us with np.unique and np.clip.)
     """
-    z = np.clip(scores, 0.0, 1.0)
+    z = np.minimum(np.maximum(scores, 0.0), 1.0)   # clip, without np.clip's Python-level wrapper
     if z.sum() <= budget:
         return z
     floor = np.partition(scores, len(scores) - budget - 1)[len(scores) - budget - 1] - 1.0
-    w = np.sort(scores[scores > floor])
-    prefix = np.concatenate([[0.0], np.cumsum(w)])
-    breaks = np.unique(np.concatenate([[0.0], w, w - 1.0]))
-    breaks = breaks[breaks >= 0.0]
-    ones = np.searchsorted(w, breaks + 1.0, side="left")      # w[ones:] >= t + 1
-    partial = np.searchsorted(w, breaks, side="right")        # w[partial:ones] in (t, t + 1)
+    w = scores[scores > floor]
+    w.sort()
+    prefix = np.zeros(len(w) + 1)
+    np.cumsum(w, out=prefix[1:])
+    breaks = np.concatenate((w, w - 1.0))
+    breaks.sort()
+    np.maximum(breaks, 0.0, out=breaks)                       # t >= 0: the sum at 0 is above budget
+    ones = w.searchsorted(breaks + 1.0, side="left")          # w[ones:] >= t + 1
+    partial = w.searchsorted(breaks, side="right")            # w[partial:ones] in (t, t + 1)
     total = (len(w) - ones) + (prefix[ones] - prefix[partial]) - (ones - partial) * breaks
-    i = int(np.searchsorted(-total, -budget, side="left"))    # total[i - 1] > budget >= total[i]
+    i = np.count_nonzero(total > budget)                      # total[i - 1] > budget >= total[i]
     t = breaks[i - 1] + (total[i - 1] - budget) * (breaks[i] - breaks[i - 1]) / (total[i - 1] - total[i])
-    return np.clip(scores - t, 0.0, 1.0)
+    z = scores - t
+    np.maximum(z, 0.0, out=z)
+    return np.minimum(z, 1.0, out=z)
 
 
 class _Pruned(Exception):
