@@ -467,7 +467,7 @@ class _Search:
 
     def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray) -> float:
         """A float above the exact penalty part of -D(r) at weights below ``upper_weights``."""
-        return np.sum(upper_weights[self._greedy(fixed, upper_weights)]) * (1 + _gamma(upper_weights.size))
+        return upper_weights[self._greedy(fixed, upper_weights)].sum() * (1 + _gamma(upper_weights.size))
 
     def mu_schedule(self):
         """The stages' mu, tenfold apart, from SMOOTHING |incumbent| / s down (less ``skipped``)."""
@@ -486,8 +486,8 @@ class _Search:
         a = self._row_weights(v**2 / (2 * lam))
         z = self._smoothed(fixed, a, mu)
         base, gradient = self._loss_part(r, z * v / lam)
-        penalty = np.sum(z * z) - self._of_node(fixed, self._fixed_in_count)   # ||z_free||^2: fixed-in z are 1
-        return base - self._heaviest_total(fixed, a), (base - np.sum(z * a) + mu / 2 * penalty, gradient)
+        penalty = (z * z).sum() - self._of_node(fixed, self._fixed_in_count)   # ||z_free||^2: fixed-in z are 1
+        return base - self._heaviest_total(fixed, a), (base - (z * a).sum() + mu / 2 * penalty, gradient)
 
     def _loss_part(self, point: np.ndarray, penalty_slopes: np.ndarray):
         """(sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k, the gradient in the point of that minus a penalty
@@ -598,7 +598,7 @@ class _TaskBlocks:
         base, gradient = 0.0, np.empty_like(point)
         for tasks, real, X, y, inverse, at in self.blocks:
             R = self._residuals(point, real, at)
-            base += float(np.sum(y * R - R * R / 2, axis=1) @ inverse)
+            base += float((y * R - R * R / 2).sum(axis=1) @ inverse)
             fitted = np.matmul(X, penalty_slopes[tasks][:, :, None])[:, :, 0]
             gradient[at] = ((y - R - fitted) * inverse[:, None])[real]
         return base, gradient
@@ -678,7 +678,7 @@ class _ZbarSearch(_Search):
 
     def _magnitude(self, fixed: np.ndarray, upper_weights: np.ndarray, prices: np.ndarray) -> float:
         """The summed magnitudes of the terms of ``safe_penalty`` (above each column minimum's too)."""
-        return (self.problem.s * prices.sum() + np.sum((prices[:, None] + upper_weights)[fixed != OUT])
+        return (self.problem.s * prices.sum() + (prices[:, None] + upper_weights)[fixed != OUT].sum()
                 + fixed.shape[1] * self.size_cost.max())
 
     def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, point: np.ndarray):
@@ -753,18 +753,18 @@ class _ZbarSearch(_Search):
         sizes = np.minimum(fixed_in.sum(axis=0)[:, None] + np.arange(K + 1), K)
         scored = forward[-1] - self.size_cost[sizes] / mu
         top = scored.max(axis=1)
-        log_total = top + np.log(np.sum(np.exp(scored - top[:, None]), axis=1))
+        log_total = top + np.log(np.exp(scored - top[:, None]).sum(axis=1))
         adjoint = np.exp(scored - log_total[:, None])            # chance of each size
         chances = fixed_in.astype(float)
         for k in reversed(range(K)):
             before, after = forward[k], forward[k + 1]
             add = np.exp(before[:, :-1] + log_terms[k][:, None] - after[:, 1:])
             if np.any(fixed[k] == FREE):
-                chances[k] = np.where(fixed[k] == FREE, np.sum(adjoint[:, 1:] * add, axis=1), chances[k])
+                chances[k] = np.where(fixed[k] == FREE, (adjoint[:, 1:] * add).sum(axis=1), chances[k])
             stayed = adjoint * np.exp(before - after)
             stayed[:, :-1] += adjoint[:, 1:] * add
             adjoint = stayed
-        return np.sum(np.where(fixed_in, cost, 0.0), axis=0) - mu * log_total, chances
+        return np.where(fixed_in, cost, 0.0).sum(axis=0) - mu * log_total, chances
 
 
 class _SetSearch(_ZbarSearch):
