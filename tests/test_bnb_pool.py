@@ -3,6 +3,7 @@
 import concurrent.futures
 import multiprocessing
 import os
+import time
 
 import joblib
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers import bnb_pool
+from mtl_opt.solvers import bnb, bnb_pool
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
@@ -98,3 +99,34 @@ def test_no_pool_with_one_thread_or_inside_a_worker_process(monkeypatch):
     assert not bnb_pool.NodePool(1, Deadline()).wanted
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     assert not bnb_pool.NodePool(None, Deadline()).wanted
+
+
+def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(pool_at_once, monkeypatch):
+    """Four nodes, the first slow here (3 s of sleep, in this process only: the worker imports bnb
+    afresh): the worker bounds the other three meanwhile, from the back, and every result is the
+    one-core result of its own node."""
+    problem, _ = random_problem("cs_l2", 4100, K=2, p=12, n=6, s=2)
+    problem = problem.with_params(lambda_ridge=1e-3)
+    search = bnb._Search(problem, 40, fit_bcd(problem, local_search=False)[0], Deadline(120))
+    nodes = []
+    for j in range(4):
+        fixed = np.full((2, 12), bnb.FREE, dtype=np.int8)
+        fixed[:, j] = bnb.IN
+        nodes.append((fixed, search.start()))
+    expected = [search.bound(*node) for node in nodes]
+    pool = bnb_pool.NodePool(None, Deadline(120))
+    original, calls = bnb._Search.bound, []
+
+    def slow_here(self, fixed, r):
+        calls.append(int(np.flatnonzero(fixed[0] == bnb.IN)[0]))
+        if len(calls) == 1:
+            time.sleep(3.0)
+        return original(self, fixed, r)
+    monkeypatch.setattr(bnb._Search, "bound", slow_here)
+    try:
+        results = pool.bounds(search, nodes)
+    finally:
+        pool.close()
+    assert calls == [0] and pool.jobs == 3
+    for (bound, r, chosen), (bound_here, r_here, chosen_here) in zip(results, expected):
+        assert bound == bound_here and np.array_equal(r, r_here) and np.array_equal(chosen, chosen_here)

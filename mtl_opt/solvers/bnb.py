@@ -23,11 +23,11 @@ refitted as an upper bound.  Before a node is split, the same dual point bounds 
 free entry's two children (``child_bounds``, a swap in the greedy z): an entry
 whose "in" child is bounded at or above the incumbent is fixed out for the
 whole subtree, one whose "out" child is, in (node screening, as in L0BnB and
-el0ps).  Nodes are explored best-first, so the
+el0ps).  Nodes are explored best-first, ``BATCH`` at a time, so the
 smallest open bound is the global lower bound; the search stops at
 ``rel_gap``, ``abs_gap`` or the time limit.  Branching follows OKRidge: the
-entry of the node's refitted support whose removal raises F the most.  A split's two
-children are bounded at once, one in a worker process (``bnb_pool``).
+entry of the node's refitted support whose removal raises F the most.  A step's
+children are bounded at once, shared with a worker process (``bnb_pool``).
 
 With the Zbar term (lambda_zbar/2) sum_j P(c_j), c_j = sum_k z_jk the tasks
 using column j and P(c) = c (K - c) / K (concave, so not a node-wise greedy
@@ -102,6 +102,11 @@ MEMORY = 10
 #: with 1e-7, 5.8 / 5.94% with 1e-5.
 FTOL = 1e-7
 FREE, OUT, IN = -1, 0, 1
+#: Open nodes split per step; their children are bounded together (``NodePool.bounds``), so the
+#: second core has work while the first bounds a long climb: a split's two children took very
+#: different times (the shorter a fifth of the longer, median over sMTL cs_l2 seed 0's splits:
+#: one is often pruned early).  One core splits the same way, so the tree is the same on both.
+BATCH = 2
 #: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term on per-task supports
 #: up to ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
@@ -124,13 +129,13 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
 
     Without a common support or a Zbar term the tasks share nothing, so each
     gets its own tree: one joint tree would branch over the product of theirs.
-    Bounds and objectives add up; each step expands a node of the task with the
+    Bounds and objectives add up; each step expands ``BATCH`` nodes of the task with the
     widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``, or
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     ``screening=False`` splits nodes without fixing entries by their children's bounds.
     The log has a row after the first node, then every ``LOG_EVERY`` seconds, and a final one.
-    A split's two children are bounded at once on two cores (``bnb_pool``) unless
+    A step's children are bounded at once on two cores (``bnb_pool``) unless
     ``options.threads`` is 1; the result is the same either way.
     """
     reason = refusal(problem)
@@ -246,7 +251,7 @@ class _Search:
                 root[problem.side.include] = IN
             else:   # an included pair puts its column in the shared support
                 root[:, problem.side.include.any(axis=0)] = IN
-            self.push([self._filled(root)], self.start())
+            self.push([(self._filled(root), self.start())])
         self.skipped = self.warm_skip
 
     @property
@@ -270,17 +275,22 @@ class _Search:
         return min(self.heap[0][0], self.upper) if self.heap else self.upper
 
     def expand(self) -> int:
-        """Screen and branch the open node with the smallest bound (1), or drop it if the incumbent beats it (0)."""
-        bound, _, fixed, r = heapq.heappop(self.heap)
-        if bound >= self.upper:
-            return 0
-        if self.screening:
-            fixed = self.screen(fixed, r)
-        if fixed is not None and not (fixed == FREE).any():
-            self.offer(self.problem.refit(fixed == IN))
-        elif fixed is not None:
-            self.branch(fixed, r)
-        return 1
+        """Screen and split the ``BATCH`` open nodes with the smallest bounds (dropping those the
+        incumbent beats), then bound all their children together; the number split."""
+        children, split = [], 0
+        while self.heap and split < BATCH:
+            bound, _, fixed, r = heapq.heappop(self.heap)
+            if bound >= self.upper:
+                continue
+            split += 1
+            if self.screening:
+                fixed = self.screen(fixed, r)
+            if fixed is not None and not (fixed == FREE).any():
+                self.offer(self.problem.refit(fixed == IN))
+            elif fixed is not None:
+                children += [(child, r) for child in self.branch(fixed, r)]
+        self.push(children)
+        return split
 
     def screen(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray | None:
         """The node with every free entry fixed whose other child is bounded at or above the incumbent
@@ -313,19 +323,20 @@ class _Search:
         if value < self.upper:
             self.best, self.upper = B, value
 
-    def push(self, nodes: list[np.ndarray], r: np.ndarray) -> None:
-        """Bound the ``nodes`` starting from residuals ``r``; keep those that may hold a better solution.
+    def push(self, nodes: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Bound the ``nodes`` (each with the dual point its climb starts from); keep those that may
+        hold a better solution.
 
         All are bounded against the same incumbent (by ``pool``, on both cores when it runs), and
         only then are their greedy supports offered, so one core or two make the same tree.
         """
         open_nodes = []
-        for fixed in nodes:
+        for fixed, r in nodes:
             if (fixed == FREE).any():
-                open_nodes.append(fixed)
+                open_nodes.append((fixed, r))
             else:                                # a single support: solved exactly
                 self.offer(self.problem.refit(fixed == IN))
-        for fixed, (bound, r_node, chosen) in zip(open_nodes, self.pool.bounds(self, open_nodes, r)):
+        for (fixed, _), (bound, r_node, chosen) in zip(open_nodes, self.pool.bounds(self, open_nodes)):
             self.offer(self.problem.refit(chosen))
             if bound < self.upper:
                 heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
@@ -334,13 +345,14 @@ class _Search:
         """A copy that bounds nodes elsewhere (``bnb_pool``'s worker): no tree, no pool."""
         twin = copy.copy(self)
         twin.heap, twin.counter, twin.best = [], None, None
+        twin._node_memo = (None, {})   # its own: this one changes while the twin is sent
         twin.__dict__.pop("pool", None)
         return twin
 
-    def branch(self, fixed: np.ndarray, r: np.ndarray) -> None:
-        """Split on the free entry (column for common supports) of the node's refitted greedy
-        support whose removal raises F the most (OKRidge's rule): its "out" child has the
-        largest bound to gain.  Ties in the relaxation's weights make "the heaviest entry"
+    def branch(self, fixed: np.ndarray, r: np.ndarray) -> list[np.ndarray]:
+        """The two children of a split on the free entry (column for common supports) of the node's
+        refitted greedy support whose removal raises F the most (OKRidge's rule): its "out" child
+        has the largest bound to gain.  Ties in the relaxation's weights make "the heaviest entry"
         an arbitrary pick, often one whose removal changes nothing."""
         B = self.problem.refit(self.worst(fixed, r))
         pairs = np.argwhere((B != 0) & (fixed == FREE))
@@ -361,7 +373,7 @@ class _Search:
             child = fixed.copy()
             child[entry] = value
             children.append(self._filled(child))
-        self.push(children, r)
+        return children
 
     def _entry(self, k: int, j: int):
         """Index of the branching variable z_jk, or of the column j for common supports."""

@@ -1,11 +1,13 @@
-"""Both cores on one branch-and-bound tree: a node's two children are bounded at once, one of them
-in a worker process.
+"""Both cores on one branch-and-bound tree: the children of a step's splits are bounded at once,
+shared between this process and a worker process.
 
-Bounding a node (an L-BFGS climb of its dual) is nearly all of bnb's time, and a split yields two
-nodes to bound from the same dual point.  The parent process bounds the first, a joblib (loky)
-worker the second.  Both are bounded against the same incumbent, and their supports are offered
-only afterwards (``_Search.push``), so the tree, its bounds and its answer are the same on one core
-or two; only the time differs.
+Bounding a node (an L-BFGS climb of its dual) is nearly all of bnb's time, and a step splits up to
+``bnb.BATCH`` nodes into two children each.  This process bounds them from the front of the list, a
+joblib (loky) worker from the back, each taking the next as soon as it is done (a thread here hands
+the worker its nodes), so that neither waits while the other has work: a climb pruned early takes
+a fraction of one that is not.  All are bounded against the same
+incumbent, and their supports are offered only afterwards (``_Search.push``), so the tree, its
+bounds and its answer are the same on one core or two; only the time differs.
 
 The worker is a loky process (joblib's process executor, which handles start-up, crashes and
 shutdown), one per fit and shut down with it: not joblib's shared reusable executor, whose
@@ -19,10 +21,12 @@ bounding the node here: the pool can slow a step, never change it.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import importlib
 import multiprocessing
 import os
+import threading
 import time
 
 import numpy as np
@@ -43,7 +47,7 @@ _held: dict = {}
 
 
 class NodePool:
-    """Bounds lists of nodes, the second and later ones in a worker once the pool has started."""
+    """Bounds lists of nodes, shared with a worker once the pool has started."""
 
     def __init__(self, threads: int | None, deadline):
         cores = threads or os.cpu_count() or 1
@@ -52,20 +56,28 @@ class NodePool:
         self.executor, self.warming = None, None
         self.sent, self.jobs = set(), 0
 
-    def bounds(self, search, nodes: list[np.ndarray], r: np.ndarray) -> list:
-        """[search.bound(node, r) for node in nodes], the later nodes in the worker when it runs."""
+    def bounds(self, search, nodes: list[tuple[np.ndarray, np.ndarray]]) -> list:
+        """[search.bound(fixed, r) for fixed, r in nodes]: this process takes them from the front,
+        the worker (when it runs) from the back, each taking the next when it is done.  A node the
+        worker fails on is bounded here."""
         self._start_if_due()
-        if self.executor is None or len(nodes) < 2:
-            return [search.bound(fixed, r) for fixed in nodes]
-        try:
-            futures = [self._submit(search, fixed, r) for fixed in nodes[1:]]
-        except Exception:   # e.g. a shut-down executor
-            self._one_core()
-            return [search.bound(fixed, r) for fixed in nodes]
-        results = [search.bound(nodes[0], r)]
-        for fixed, future in zip(nodes[1:], futures):
-            results.append(self._collect(future, search, fixed, r))
-        return results
+        results, waiting, lock = [None] * len(nodes), collections.deque(range(len(nodes))), threading.Lock()
+
+        def take(from_back: bool):
+            """The next waiting node's index (None when none is left), from the back or the front."""
+            with lock:
+                if not waiting:
+                    return None
+                return waiting.pop() if from_back else waiting.popleft()
+        feeder = None
+        if self.executor is not None and len(nodes) >= 2:
+            feeder = threading.Thread(target=self._feed, args=(search, nodes, results, take), daemon=True)
+            feeder.start()
+        while (i := take(False)) is not None:
+            results[i] = search.bound(*nodes[i])
+        if feeder is not None:
+            feeder.join()
+        return [result if result is not None else search.bound(*node) for result, node in zip(results, nodes)]
 
     def close(self) -> None:
         """Shut the worker down (the fit is over)."""
@@ -96,20 +108,24 @@ class NodePool:
             else:
                 self._one_core()
 
+    def _feed(self, search, nodes, results, take) -> None:
+        """In a thread: the worker bounds the last waiting node, then the next, until none is left.
+        On a failed, killed or late worker the pool turns to one core and ``bounds`` bounds the
+        node here (its result stays None)."""
+        while self.executor is not None and (i := take(True)) is not None:
+            try:
+                future = self._submit(search, *nodes[i])
+                remaining = self.deadline.remaining()
+                results[i] = future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
+            except Exception:
+                self._one_core()
+
     def _submit(self, search, fixed, r):
         key = id(search)
         twin = None if key in self.sent else search.detached()
         self.sent.add(key)
         self.jobs += 1
         return self.executor.submit(_bound, key, twin, fixed, r, search.upper)
-
-    def _collect(self, future, search, fixed, r):
-        try:
-            remaining = self.deadline.remaining()
-            return future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
-        except Exception:   # a failed, killed or late worker
-            self._one_core()
-            return search.bound(fixed, r)
 
 
 def _ready() -> None:
