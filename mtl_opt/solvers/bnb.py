@@ -275,8 +275,9 @@ class _Search:
         return min(self.heap[0][0], self.upper) if self.heap else self.upper
 
     def expand(self) -> int:
-        """Screen and split the ``BATCH`` open nodes with the smallest bounds (dropping those the
-        incumbent beats), then bound all their children together; the number split."""
+        """Take the ``BATCH`` open nodes with the smallest bounds (dropping those the incumbent beats),
+        screen each and split it (or close it: one support left, or none), then bound all their
+        children together; the number taken."""
         children, split = [], 0
         while self.heap and split < BATCH:
             bound, _, fixed, r = heapq.heappop(self.heap)
