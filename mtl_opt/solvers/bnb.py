@@ -278,12 +278,12 @@ class _Search:
         """Take the ``BATCH`` open nodes with the smallest bounds (dropping those the incumbent beats),
         screen each and split it (or close it: one support left, or none), then bound all their
         children together; the number taken."""
-        children, split = [], 0
-        while self.heap and split < BATCH:
+        children, taken = [], 0
+        while self.heap and taken < BATCH:
             bound, _, fixed, r = heapq.heappop(self.heap)
             if bound >= self.upper:
                 continue
-            split += 1
+            taken += 1
             if self.screening:
                 fixed = self.screen(fixed, r)
             if fixed is not None and not (fixed == FREE).any():
@@ -291,7 +291,7 @@ class _Search:
             elif fixed is not None:
                 children += [(child, r) for child in self.branch(fixed, r)]
         self.push(children)
-        return split
+        return taken
 
     def screen(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray | None:
         """The node with every free entry fixed whose other child is bounded at or above the incumbent
