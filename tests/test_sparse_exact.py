@@ -262,6 +262,26 @@ def test_single_tree_oa_on_scip_proves_the_brute_force_optimum(variant):
     assert result.native["cuts"] > 0
 
 
+@pytest.mark.parametrize("variant", ["l0l2", "zbar_l2"])
+def test_single_tree_oa_resumes_scip_until_our_gap_with_its_margin_is_met(variant, monkeypatch):
+    """SCIP's gap limit is on its own dual bound; ours subtracts ``dual_bound_margin``.  With the
+    margin inflated to 0.02 F, SCIP stops at its 5% with ours above 5% on these instances (it
+    did before the resume), so it must go on until ours is met; a user's own limits/gap stands."""
+    from mtl_opt.solvers import oa_scip
+
+    problem, _ = random_problem(variant, 1, K=2, p=8, n=20, s=3)
+    optimum = brute_force_optimum(problem)
+    start = fit_bcd(problem)[0]
+    margin = oa_scip.dual_bound_margin
+    monkeypatch.setattr(oa_scip, "dual_bound_margin", lambda model, tol: margin(model, tol) + 0.02 * optimum)
+    result = oa_scip.solve_oa_single_tree(problem, SolveOptions(time_limit=30, rel_gap=0.05), start)
+    assert final_status(result, 0.05) == "optimal"
+    assert result.lower_bound <= optimum - 0.02 * optimum * (1 - 1e-9)
+    own_rule = SolveOptions(time_limit=30, rel_gap=0.05, solver_options={"limits/gap": 0.05})
+    stopped = oa_scip.solve_oa_single_tree(problem, own_rule, start)
+    assert stopped.native["master_status"] == "gaplimit" and final_status(stopped, 0.05) == "gap_limit"
+
+
 def test_oa_paths_agree_on_a_small_instance():
     """K=3, p=30, s=5 (beyond enumeration): multi-tree on HiGHS and single-tree on SCIP prove the same optimum.
 
