@@ -282,6 +282,25 @@ def test_single_tree_oa_resumes_scip_until_our_gap_with_its_margin_is_met(varian
     assert stopped.native["master_status"] == "gaplimit" and final_status(stopped, 0.05) == "gap_limit"
 
 
+def test_single_tree_oa_tightens_scip_dual_tolerance_where_the_master_is_large(monkeypatch):
+    """dual_bound_margin grows with the master's columns: at SCIP's usual 1e-9 it alone exceeds a
+    1e-8 gap on 10 tasks (it did: gap_limit), so SCIP gets a tighter tolerance and certifies the
+    brute-force optimum, the margin within the gap."""
+    from mtl_opt.solvers import oa_scip
+
+    tolerances = []
+    margin = oa_scip.dual_bound_margin
+    monkeypatch.setattr(oa_scip, "dual_bound_margin",
+                        lambda model, tol: tolerances.append(tol) or margin(model, tol))
+    problem, _ = random_problem("cs_l2", 0, K=10, p=6, n=10, s=2)
+    optimum = brute_force_optimum(problem)
+    result = oa_scip.solve_oa_single_tree(problem, SolveOptions(time_limit=30, rel_gap=1e-8),
+                                          fit_bcd(problem)[0])
+    assert final_status(result, 1e-8) == "optimal"
+    assert result.lower_bound <= optimum <= result.objective * (1 + 1e-12)
+    assert oa_scip.TIGHTEST_DUAL_TOLERANCE <= max(tolerances) < 1e-9
+
+
 def test_oa_paths_agree_on_a_small_instance():
     """K=3, p=30, s=5 (beyond enumeration): multi-tree on HiGHS and single-tree on SCIP prove the same optimum.
 

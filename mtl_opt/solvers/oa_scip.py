@@ -25,7 +25,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
+from ..formulations.sparse import (Cut, SparseProblem, dual_bound_margin, fitting_dual_tolerance,
+                                   perspective_cut)
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
@@ -37,6 +38,9 @@ from .options import SolveOptions
 CUT_TOLERANCE = 1e-9
 #: SCIP's feasibility tolerance for this model, so that such cuts are not ignored as satisfied.
 FEASTOL = 1e-10
+#: The tightest dual tolerance asked of SCIP where the master is too large for the usual one
+#: (``fitting_dual_tolerance``): SCIP takes down to 1e-17, but its LPs are solved in doubles.
+TIGHTEST_DUAL_TOLERANCE = 1e-12
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
@@ -52,6 +56,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend.check("milp")
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
+    user_options = options.solver_options
     options = exact_options(backend, options)
     best = feasible_start(problem, incumbent, backend, options, deadline)
     if isinstance(best, SolverRun):
@@ -63,8 +68,11 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
-    backend.set_options(scip, options.with_updates(
-        solver_options={"numerics/feastol": FEASTOL, **options.solver_options}))
+    tolerance = fitting_dual_tolerance(master, options.rel_gap, problem.objective(best),
+                                       backend.dual_tolerance(options), TIGHTEST_DUAL_TOLERANCE)
+    options = options.with_updates(solver_options={
+        "numerics/feastol": FEASTOL, backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
+    backend.set_options(scip, options)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(best)
     handler.add_start()
