@@ -420,13 +420,19 @@ def dual_bound_margin(model, dual_tolerance: float) -> float:
 
 def fitting_dual_tolerance(model, rel_gap: float, objective: float, usual: float,
                            tightest: float) -> float:
-    """The dual-feasibility tolerance at which ``dual_bound_margin`` of ``model`` is a tenth of
-    ``rel_gap`` times ``objective``: ``usual`` unless the model is too large for it, and never
-    below ``tightest`` (the solver's floor).  The margin grows with the columns, so at the usual
-    tolerance alone it can exceed the gap asked for: 8.3e-6 of F on a bbar master of 1033 columns
-    (129 schools, ``examples/sparse_language.py``) against the default 1e-6."""
-    wanted = rel_gap * abs(objective) / (10 * model.n_columns * max(1.0, model.largest_bound))
-    return float(min(usual, max(tightest, wanted)))
+    """``usual``, unless ``dual_bound_margin`` of ``model`` at it would take more than half of the
+    gap asked for (``rel_gap`` times ``objective``): then the tolerance at which the margin is a
+    tenth of that gap, never below ``tightest`` (the solver's floor).
+
+    The margin grows with the columns: at the usual 1e-9 it alone was 8.3e-6 of F on a bbar
+    master of 1033 columns (129 schools, ``examples/sparse_language.py``), against the default
+    1e-6.  Where the usual tolerance leaves room it stays: a tighter one changes SCIP's tree, and
+    8.1e-10 instead of 1e-9 stalled sMTL l0l2 seed 1's bound from 120 s to 600 s (BENCHMARKS.md).
+    """
+    gap = rel_gap * abs(objective)
+    if dual_bound_margin(model, usual) <= gap / 2:
+        return usual
+    return float(max(tightest, gap / (10 * model.n_columns * max(1.0, model.largest_bound))))
 
 
 @dataclass(frozen=True)

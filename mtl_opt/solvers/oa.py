@@ -27,8 +27,8 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
 from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
-                                   coefficient_bound, dual_bound_margin, master_support, miqp_box,
-                                   perspective_cut)
+                                   coefficient_bound, dual_bound_margin, fitting_dual_tolerance,
+                                   master_support, miqp_box, perspective_cut)
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
@@ -43,7 +43,9 @@ ROOT_ROUNDS, ROOT_PATIENCE, ROOT_STALL = 300, 25, 1e-3
 FRACTIONAL_SUPPORT = 1e-6
 #: Dual-feasibility tolerance of every exact solve: its dual bound is lowered by this times the
 #: model's bound mass (``formulations.sparse.dual_bound_margin``), which on the normalized
-#: problem (objective ~1) stays a small fraction of a 1e-6 gap; the defaults (1e-7) would not.
+#: problem (objective ~1) of a small model stays a small fraction of a 1e-6 gap; the defaults
+#: (1e-7) would not.  The OA masters go tighter where they are too large for it
+#: (``fitting_dual_tolerance``).
 DUAL_TOLERANCE = 1e-9
 #: Native options of the exact solves per backend, besides DUAL_TOLERANCE on every backend (the
 #: user's solver_options still win).  HiGHS's default mip_feasibility_tolerance (1e-6) leaves its
@@ -75,6 +77,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
     print_log = print_log or options.verbose
+    user_options = options.solver_options
     options = exact_options(backend, options).with_updates(verbose=False)
     best = feasible_start(problem, incumbent, backend, options, deadline)
     if isinstance(best, SolverRun):
@@ -86,12 +89,15 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
             "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
             "time": time.perf_counter() - start, "master_status": f"root LP, {len(root)} rounds"}]
-    master_options = options.with_updates(rel_gap=options.rel_gap / 10)
     for it in range(1, max_iter + 1):
         if deadline.expired():
             stop = "time_limit"
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(problem.indicators(best))]
+        tolerance = fitting_dual_tolerance(master, options.rel_gap, upper, backend.dual_tolerance(options),
+                                           backend.TIGHTEST_DUAL_TOLERANCE)
+        master_options = options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
+            backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
         run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
                             deadline=deadline)

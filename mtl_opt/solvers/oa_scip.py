@@ -38,9 +38,6 @@ from .options import SolveOptions
 CUT_TOLERANCE = 1e-9
 #: SCIP's feasibility tolerance for this model, so that such cuts are not ignored as satisfied.
 FEASTOL = 1e-10
-#: The tightest dual tolerance asked of SCIP where the master is too large for the usual one
-#: (``fitting_dual_tolerance``): SCIP takes down to 1e-17, but its LPs are solved in doubles.
-TIGHTEST_DUAL_TOLERANCE = 1e-12
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
@@ -69,7 +66,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
     tolerance = fitting_dual_tolerance(master, options.rel_gap, problem.objective(best),
-                                       backend.dual_tolerance(options), TIGHTEST_DUAL_TOLERANCE)
+                                       backend.dual_tolerance(options), backend.TIGHTEST_DUAL_TOLERANCE)
     options = options.with_updates(solver_options={
         "numerics/feastol": FEASTOL, backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
     backend.set_options(scip, options)

@@ -157,6 +157,10 @@ class Backend(abc.ABC):
     #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
     DUAL_TOLERANCE: ClassVar[tuple[str, float]]
+    #: The tightest dual tolerance asked of the solver where a model is too large for the usual
+    #: one (``formulations.sparse.fitting_dual_tolerance``): the option's own floor, or for SCIP
+    #: (1e-17) 1e-12, as its LPs are solved in doubles.
+    TIGHTEST_DUAL_TOLERANCE: ClassVar[float]
     #: (native name, default) of the primal-feasibility tolerance: how far a row may be violated.
     PRIMAL_TOLERANCE: ClassVar[tuple[str, float]]
     _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)

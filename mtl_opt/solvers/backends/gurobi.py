@@ -25,6 +25,7 @@ class GurobiBackend(Backend):
     install_hint = "install it with `pip install mtl-opt[gurobi]` (gurobipy)"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP})
     DUAL_TOLERANCE = ("OptimalityTol", 1e-6)
+    TIGHTEST_DUAL_TOLERANCE = 1e-9
     PRIMAL_TOLERANCE = ("FeasibilityTol", 1e-6)
     STATUS = {  # gurobipy.GRB.Status member names
         "OPTIMAL": "optimal",

@@ -18,6 +18,7 @@ class HighsBackend(Backend):
     install_hint = "install it with `pip install highspy`"
     capabilities = frozenset({LP, MILP, QP})
     DUAL_TOLERANCE = ("dual_feasibility_tolerance", 1e-7)
+    TIGHTEST_DUAL_TOLERANCE = 1e-10
     PRIMAL_TOLERANCE = ("primal_feasibility_tolerance", 1e-7)
     STATUS = {  # highspy.HighsModelStatus member names
         "kOptimal": "optimal",

@@ -48,6 +48,7 @@ class ScipBackend(Backend):
     install_hint = "install it with `pip install pyscipopt`"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP, NLP, LAZY_CUTS})
     DUAL_TOLERANCE = ("numerics/dualfeastol", 1e-7)
+    TIGHTEST_DUAL_TOLERANCE = 1e-12
     PRIMAL_TOLERANCE = ("numerics/feastol", 1e-6)
     STATUS = {  # pyscipopt Model.getStatus() strings
         "optimal": "optimal",
