@@ -109,20 +109,26 @@ def _optimize(scip, handler: "_CutHandler", options: SolveOptions, deadline: Dea
     SCIP stops when its own gap meets ``limits/gap``, but our bound is its dual bound less
     ``margin()``, which grows as cuts are added: on sMTL l0l2 seed 0 SCIP stopped at 1e-4 with
     our gap 1.1e-4.  Then SCIP resumes (it keeps its tree) with ``limits/gap`` 0 and
-    ``limits/absgap`` at half the gap ours still allows.  A user's own ``limits/gap`` or
-    ``limits/absgap`` in ``solver_options`` is their stopping rule: no resume.
+    ``limits/absgap`` at half the gap ours still allows, or at 0 (to SCIP's optimum) when that
+    is no smaller than the last one, so that the resumes end.  Ours is met at ``rel_gap`` or
+    ``abs_gap``, as in bnb.  A user's own ``limits/gap`` or ``limits/absgap`` in
+    ``solver_options`` is their stopping rule: no resume.
     """
     own_rule = {"limits/gap", "limits/absgap"} & set(options.solver_options)
+    last = np.inf
     while (left := deadline.remaining()) > 0:
         if left < np.inf:   # SCIP's clock runs on across resumes
             scip.setParam("limits/time", scip.getSolvingTime() + left)
         scip.optimize()
         lower = _lower_bound(scip, margin())
         if (scip.getStatus() != "gaplimit" or own_rule or lower is None
-                or relative_gap(handler.upper, lower) <= options.rel_gap):
+                or relative_gap(handler.upper, lower) <= options.rel_gap
+                or handler.upper - lower <= options.abs_gap):
             return
+        wanted = max(0.0, (options.rel_gap * abs(handler.upper) - margin()) / 2)
+        last = wanted if wanted < last else 0.0
         scip.setParam("limits/gap", 0.0)
-        scip.setParam("limits/absgap", max(0.0, (options.rel_gap * abs(handler.upper) - margin()) / 2))
+        scip.setParam("limits/absgap", last)
 
 
 def _native_master(master: pyo.ConcreteModel, problem: SparseProblem, backend: ScipBackend):
