@@ -94,10 +94,8 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             stop = "time_limit"
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(problem.indicators(best))]
-        tolerance = fitting_dual_tolerance(master, options.rel_gap, upper, backend.dual_tolerance(options),
-                                           backend.TIGHTEST_DUAL_TOLERANCE)
-        master_options = options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
-            backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
+        master_options = fitted_options(backend, options, user_options, master, upper).with_updates(
+            rel_gap=options.rel_gap / 10)
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
         run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
                             deadline=deadline)
@@ -181,6 +179,16 @@ def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
     return options.with_updates(solver_options={
         backend.DUAL_TOLERANCE[0]: DUAL_TOLERANCE, **EXACT_OPTIONS.get(backend.name, {}),
         **options.solver_options})
+
+
+def fitted_options(backend: Backend, options: SolveOptions, user_options, master,
+                   objective: float) -> SolveOptions:
+    """``options`` (from ``exact_options``) with the dual tolerance fitted to ``master`` and the gap
+    at ``objective`` (``fitting_dual_tolerance``, down to the backend's floor), under the user's
+    own ``user_options``."""
+    tolerance = fitting_dual_tolerance(master, options.rel_gap, objective, backend.dual_tolerance(options),
+                                       backend.TIGHTEST_DUAL_TOLERANCE)
+    return options.with_updates(solver_options={backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
 
 
 def initial_master(problem: SparseProblem, incumbent: np.ndarray,

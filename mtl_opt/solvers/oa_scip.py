@@ -25,13 +25,12 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import (Cut, SparseProblem, dual_bound_margin, fitting_dual_tolerance,
-                                   perspective_cut)
+from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
-from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, initial_master
+from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, fitted_options, initial_master
 from .options import SolveOptions
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
@@ -65,10 +64,8 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
-    tolerance = fitting_dual_tolerance(master, options.rel_gap, problem.objective(best),
-                                       backend.dual_tolerance(options), backend.TIGHTEST_DUAL_TOLERANCE)
-    options = options.with_updates(solver_options={
-        "numerics/feastol": FEASTOL, backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
+    options = fitted_options(backend, options, user_options, master, problem.objective(best)).with_updates(
+        solver_options={"numerics/feastol": FEASTOL, **user_options})
     backend.set_options(scip, options)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(best)
