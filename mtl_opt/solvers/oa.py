@@ -27,8 +27,8 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
 from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
-                                   coefficient_bound, dual_bound_margin, fitting_dual_tolerance,
-                                   master_support, miqp_box, perspective_cut)
+                                   coefficient_bound, dual_bound_margin, fitting_tolerance,
+                                   master_support, miqp_box, perspective_cut, perspective_slack)
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
@@ -45,7 +45,7 @@ FRACTIONAL_SUPPORT = 1e-6
 #: model's bound mass (``formulations.sparse.dual_bound_margin``), which on the normalized
 #: problem (objective ~1) of a small model stays a small fraction of a 1e-6 gap; the defaults
 #: (1e-7) would not.  The OA masters go tighter where they are too large for it
-#: (``fitting_dual_tolerance``).
+#: (``fitting_tolerance``).
 DUAL_TOLERANCE = 1e-9
 #: Native options of the exact solves per backend, besides DUAL_TOLERANCE on every backend (the
 #: user's solver_options still win).  HiGHS's default mip_feasibility_tolerance (1e-6) leaves its
@@ -57,6 +57,8 @@ EXACT_OPTIONS = {"highs": {"mip_feasibility_tolerance": 1e-9}}
 #: its bound exceeded the enumerated optimum on 8 of the 30 tiny soundness instances, at 1e-9 on
 #: 1 (by 5e-7 relative; ``checked_bound`` drops such a bound: prefer algorithm='oa_multi_tree' on Gurobi).
 MIQP_SOLVER_OPTIONS = {"scip": {"nlp/disable": True}, "gurobi": {"BarQCPConvTol": 1e-9}}
+#: (tightest, loosest) primal-feasibility tolerance of the MIQP's rows (``miqp_options``).
+MIQP_FEASTOL = (1e-9, 1e-6)
 
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
@@ -184,10 +186,10 @@ def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:
 def fitted_options(backend: Backend, options: SolveOptions, user_options, master,
                    objective: float) -> SolveOptions:
     """``options`` (from ``exact_options``) with the dual tolerance fitted to ``master`` and the gap
-    at ``objective`` (``fitting_dual_tolerance``, down to the backend's floor), under the user's
-    own ``user_options``."""
-    tolerance = fitting_dual_tolerance(master, options.rel_gap, objective, backend.dual_tolerance(options),
-                                       backend.TIGHTEST_DUAL_TOLERANCE)
+    at ``objective`` (``fitting_tolerance`` of its ``dual_bound_margin``, down to the backend's
+    floor), under the user's own ``user_options``."""
+    tolerance = fitting_tolerance(dual_bound_margin(master, 1.0), options.rel_gap, objective,
+                                  backend.dual_tolerance(options), backend.TIGHTEST_DUAL_TOLERANCE)
     return options.with_updates(solver_options={backend.DUAL_TOLERANCE[0]: tolerance, **user_options})
 
 
@@ -272,13 +274,13 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
         return best
     model = _boxed_miqp(problem, best, perspective, deadline)
     upper, big_m = model.big_m_level, model.big_m
-    # SCIP measures its gap on its own primal value, which its feasibility tolerance (1e-6 on
-    # the quadratic rows) lets sit ~1e-6 below F: ask for a tenth of our gap, on rows as
-    # tight as that gap needs (tighter rows cost time, so only as tight as needed).  SCIP's NLP
+    # SCIP measures its gap on its own primal value, which its feasibility tolerance on the
+    # perspective rows lets sit below F (``perspective_slack``): ask for a tenth of our gap, on
+    # rows as tight as that gap needs (tighter rows cost time, so only as tight as needed).  SCIP's NLP
     # (Ipopt) is off: the bounds come from its LP outer approximation anyway, and the Ipopt,
     # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
-    scip_options = miqp_options(backend, options)
+    scip_options = miqp_options(backend, options, model, upper)
     run = backend.solve(model, "miqp", scip_options, deadline=deadline)
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
@@ -297,10 +299,19 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
                       {"solver": run.solver, "solver_version": run.solver_version, **run.native})
 
 
-def miqp_options(backend: Backend, options: SolveOptions) -> SolveOptions:
+def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteModel | None = None,
+                 objective: float | None = None) -> SolveOptions:
     """``exact_options`` for a Big-M MIQP solve: a tenth of ``rel_gap``, rows as tight as that gap
-    needs and ``MIQP_SOLVER_OPTIONS`` (the user's solver_options still win)."""
-    feastol = min(1e-6, max(1e-9, options.rel_gap / 100))
+    needs and ``MIQP_SOLVER_OPTIONS`` (the user's solver_options still win).
+
+    The rows' tolerance is rel_gap / 100 within ``MIQP_FEASTOL``; for a ``build_miqp`` ``model``
+    whose perspective rows would let the solver's objective sit more than half our gap at
+    ``objective`` below F (``perspective_slack``), tighter, to a tenth (``fitting_tolerance``).
+    """
+    tightest, loosest = MIQP_FEASTOL
+    feastol = min(loosest, max(tightest, options.rel_gap / 100))
+    if model is not None:
+        feastol = fitting_tolerance(perspective_slack(model, 1.0), options.rel_gap, objective, feastol, tightest)
     return exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
         backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
         **options.solver_options}))
