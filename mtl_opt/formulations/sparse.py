@@ -423,11 +423,12 @@ def perspective_slack(model, primal_tolerance: float) -> float:
 
     Each perspective row beta^2 <= t z may be violated by ``primal_tolerance``, so at z = 1 its t
     may sit that much below beta^2, and t weighs (lambda_ridge + mu_k)/2 in the objective; at
-    most s rows per task have z = 1: ``model.perspective_weight``, kept by ``build_miqp``.  The
+    most s rows per task have z = 1: ``model.perspective_weight``, kept by ``build_miqp`` (a
+    model without it, e.g. an ARMUL one, has no perspective rows and no such slack).  The
     solver measures its gap on that lowered value, so where this slack approaches our gap its
     "optimal" leaves ours open (measured: 1.1e-3 of F where the gap asked was 1e-4).
     """
-    return primal_tolerance * model.perspective_weight
+    return primal_tolerance * getattr(model, "perspective_weight", 0.0)
 
 
 def fitting_tolerance(cost: float, rel_gap: float, objective: float, usual: float,

@@ -120,7 +120,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         raise CapabilityError(f"the edited model is a {problem_class.upper()} (see its rows and "
                               f"objective); backend={spec.backend!r} cannot solve it: {exc} Set "
                               f"spec.backend to one that can.") from exc
-    tuned = (miqp_options if backend.name == "scip" else exact_options)(backend, options)
+    tuned = (miqp_options(backend, options, spec.model if ours else None, spec.bound_cap)
+             if backend.name == "scip" else exact_options(backend, options))
     out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
     boxed = ours and spec.bound_cap is not None
     for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
