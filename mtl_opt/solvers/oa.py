@@ -304,21 +304,19 @@ def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteMod
     """``exact_options`` for a Big-M MIQP solve: a tenth of ``rel_gap``, rows as tight as that gap
     needs and ``MIQP_SOLVER_OPTIONS`` (the user's solver_options still win).
 
-    The rows' tolerance is rel_gap / 100 within ``MIQP_FEASTOL``.  For a ``model`` whose margins
-    would take more than half our gap at ``objective``, tighter tolerances, to a tenth
-    (``fitting_tolerance``): the rows', where the perspective rows would let the solver's
-    objective sit below F (``perspective_slack``), and the dual one, as for the OA masters
-    (``fitted_options``).
+    The rows' tolerance is rel_gap / 100 within ``MIQP_FEASTOL``; for a ``model`` whose
+    perspective rows would let the solver's objective sit more than half our gap at ``objective``
+    below F (``perspective_slack``), tighter, to a tenth (``fitting_tolerance``).  The dual
+    tolerance is not fitted here as it is for the OA masters: that would move it on most sMTL
+    and grid rows, unmeasured (BENCHMARKS.md, issue 22).
     """
     tightest, loosest = MIQP_FEASTOL
     feastol = min(loosest, max(tightest, options.rel_gap / 100))
-    tuned = exact_options(backend, options)
     if model is not None and objective is not None:
         feastol = fitting_tolerance(perspective_slack(model, 1.0), options.rel_gap, objective, feastol, tightest)
-        tuned = fitted_options(backend, tuned, options.solver_options, model, objective)
-    return tuned.with_updates(rel_gap=options.rel_gap / 10, solver_options={
+    return exact_options(backend, options.with_updates(rel_gap=options.rel_gap / 10, solver_options={
         backend.PRIMAL_TOLERANCE[0]: feastol, **MIQP_SOLVER_OPTIONS.get(backend.name, {}),
-        **tuned.solver_options})
+        **options.solver_options}))
 
 
 def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> np.ndarray:
