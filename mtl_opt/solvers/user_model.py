@@ -120,7 +120,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         raise CapabilityError(f"the edited model is a {problem_class.upper()} (see its rows and "
                               f"objective); backend={spec.backend!r} cannot solve it: {exc} Set "
                               f"spec.backend to one that can.") from exc
-    tuned = (miqp_options(backend, options, _bound_mass(spec.model) if ours else None, spec.bound_cap)
+    tuned = (miqp_options(backend, options, spec.model if ours else None, spec.bound_cap)
              if backend.name == "scip" else exact_options(backend, options))
     out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
     boxed = ours and spec.bound_cap is not None
@@ -205,15 +205,14 @@ def _problem_class(model: pyo.Block) -> str:
 def _bound_mass(model: pyo.Block) -> SimpleNamespace:
     """The columns and largest finite bound of the edited model (rows, columns and the model's
     own ``largest_bound``, which covers the rows a solver derives from the objective), for
-    ``dual_bound_margin``, and its ``perspective_weight`` (0 without), for ``perspective_slack``."""
+    ``dual_bound_margin``."""
     values = [abs(pyo.value(b)) for c in model.component_data_objects(pyo.Constraint, active=True)
               for b in (c.lower, c.upper) if b is not None]
     values += [abs(b) for v in model.component_data_objects(pyo.Var) for b in v.bounds
                if b is not None]
     finite = [b for b in values if math.isfinite(b)]
     return SimpleNamespace(n_columns=model.nvariables(),
-                           largest_bound=max([getattr(model, "largest_bound", 0.0), *finite]),
-                           perspective_weight=getattr(model, "perspective_weight", 0.0))
+                           largest_bound=max([getattr(model, "largest_bound", 0.0), *finite]))
 
 
 def indexed_values(model: pyo.Block, name: str, *shape: int) -> np.ndarray:
