@@ -10,7 +10,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-CORE = ("numpy", "scipy", "pyomo", "highspy", "pyscipopt", "scikit-learn", "networkx", "joblib")
+CORE = ("numpy", "numba", "scipy", "pyomo", "highspy", "pyscipopt", "scikit-learn", "networkx", "joblib")
 
 
 def main() -> int:

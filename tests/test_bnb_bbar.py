@@ -132,6 +132,45 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     assert tight > 0   # the bounds are not trivially low
 
 
+@pytest.mark.parametrize("variant,seed,K,p,n,s,lambda_ridge,lambda_bbar,lambda_zbar",
+                         BOUND_CASES + [("zbar_l2", 10, 3, 5, 4, 2, 0.5, 0.0, 2.0)])
+def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n, s, lambda_ridge, lambda_bbar,
+                                                         lambda_zbar):
+    """``bnb_kernels.set_dual`` against D(r, pi) and its softmin written out here: each column's task
+    sets the node allows (every fixed-in task, no fixed-out one; none or all for a shared support),
+    each costing sum_S pi_k + (lambda_zbar/2)|S|(K-|S|)/K - ||v_S||^2/(2a) - c (sum_S v_k)^2 / (2a(a - c|S|)),
+    a = lambda_ridge + lambda_bbar, c = lambda_bbar / K, v_k = X_k'r_k / n_k (0 on an excluded pair)."""
+    rng = np.random.default_rng(seed)
+    Xs, ys = data(seed, K, p, n, s)
+    excluded = np.zeros((K, p), bool)
+    excluded[-1, 1] = True
+    problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
+    search = bnb._SetSearch(problem, 20, np.zeros((K, p)), Deadline(30))
+    a, c, mu = lambda_ridge + lambda_bbar, lambda_bbar / K, 0.05
+    common = variant.startswith("cs")
+    for _ in range(5):
+        fixed = random_node(rng, variant, K, p, s)
+        if not common:
+            fixed[excluded] = bnb.OUT
+        r = [y * rng.uniform(0, 2) + rng.normal(size=len(y)) for y in ys]
+        prices = rng.exponential(size=K)
+        v = np.array([X.T @ rk / len(rk) for X, rk in zip(Xs, r)]) * ~excluded
+        base = sum((y @ rk - rk @ rk / 2) / len(y) for y, rk in zip(ys, r))
+        minima, softminima = 0.0, 0.0
+        for j in range(p):
+            sets = [(), tuple(range(K))] if common else [S for m in range(K + 1) for S in itertools.combinations(range(K), m)]
+            totals = [sum(prices[list(S)]) + lambda_zbar / 2 * len(S) * (K - len(S)) / K
+                      - sum(v[list(S), j] ** 2) / (2 * a) - c * sum(v[list(S), j]) ** 2 / (2 * a * (a - c * len(S)))
+                      for S in sets if all(k in S for k in range(K) if fixed[k, j] == bnb.IN)
+                      and not any(fixed[k, j] == bnb.OUT for k in S)]
+            minima += min(totals)
+            softminima += min(totals) - mu * np.log(np.sum(np.exp((min(totals) - np.array(totals)) / mu)))
+        budget = s * prices.sum()
+        value, (smooth, _) = search.dual(fixed, np.concatenate(r + [prices]), mu)
+        assert value == pytest.approx(base - budget + minima, rel=1e-9, abs=1e-12)
+        assert smooth == pytest.approx(base - budget + softminima, rel=1e-9, abs=1e-12)
+
+
 #: (variant, seed, K, p, n, s, lambda_ridge, lambda_bbar, lambda_zbar)
 CHILD_CASES = [("bbar", 4, 3, 6, 4, 2, 0.1, 1.0, 0.0), ("zbar_bbar", 5, 2, 7, 10, 2, 0.01, 10.0, 1.0),
                ("zbar_bbar", 6, 3, 5, 4, 2, 1.0, 0.1, 10.0), ("cs_bbar", 9, 3, 6, 4, 2, 0.1, 3.0, 0.0)]

@@ -11,7 +11,7 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb
+from mtl_opt.solvers import bnb, bnb_kernels
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 
@@ -115,19 +115,23 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
 
 @pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
 def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
-    """The climb's D takes its penalty from a partition (``_heaviest_total``), the reported bound and
-    the proposed support from a stable sort (``_greedy``): the same weight, with many ties; and the
-    greedy support fills each budget with the node's fixed-in entries and none of its fixed-out ones."""
+    """The climb's D (``bnb_kernels.search_dual``: the heaviest free entries by its own sort) and the
+    reported bound and proposed support (``_greedy``, a stable sort) take the same weight, with many
+    ties; and the greedy support fills each budget with the node's fixed-in entries and none of its
+    fixed-out ones."""
     rng = np.random.default_rng(11)
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
+        Xs = [np.round(X) for X in Xs]   # integer designs and points: ties in the weights throughout
         search = bnb._Search(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
         for _ in range(20):
             fixed = search._filled(random_node(rng, variant, K, p, s))
-            weight = rng.integers(0, 3, size=(K, p)).astype(float)   # ties throughout
-            heaviest = search._heaviest_total(fixed, search._row_weights(weight))
+            r = rng.integers(-1, 2, size=search.ends[-1]).astype(float)
+            weight = search.weights(r)
             greedy = search._greedy(fixed, weight)
-            assert heaviest == pytest.approx(np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
+            base, _ = search._loss_part(r, np.zeros((K, p)))
+            value, _ = search.dual(fixed, r, 0.5)
+            assert value == pytest.approx(base - np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
             assert np.all(greedy.sum(axis=1) == np.minimum(s, (fixed != bnb.OUT).sum(axis=1)))
             assert np.all(greedy[fixed == bnb.IN]) and not np.any(greedy[fixed == bnb.OUT])
 
@@ -166,7 +170,7 @@ def test_capped_projection_matches_bisection():
     cases += [(np.array([5.0, 5.0, 5.0, 4.4]), 2), (np.full(30, 2.5), 7),
               (np.concatenate([np.full(5, 9.0), rng.uniform(0, 0.1, 200)]), 3)]
     for scores, budget in cases:
-        z = bnb._capped(scores, budget)
+        z = bnb_kernels.capped(scores, budget)
 
         def total(t):
             return np.clip(scores - t, 0.0, 1.0).sum()

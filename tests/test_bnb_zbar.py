@@ -10,7 +10,7 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb
+from mtl_opt.solvers import bnb, bnb_kernels
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -123,23 +123,25 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
 
 
 @pytest.mark.parametrize("sizes", [(5, 5, 5), (4, 9, 6), (12, 3), (1, 30, 2, 16, 7)])
-def test_task_blocks_give_each_tasks_own_products(sizes):
-    """The climb's batched products (tasks stacked in blocks, padded) against each task's own:
-    X_k'r_k, the loss part sum_k (y_k.r_k - ||r_k||^2/2) / n_k and its gradient (y_k - r_k - X_k g_k) / n_k."""
+def test_compiled_products_are_each_tasks_own(sizes):
+    """The climb's compiled products (``bnb_kernels``, tasks stacked) against each task's own in numpy:
+    X_k'r_k, the loss part sum_k (y_k.r_k - ||r_k||^2/2) / n_k and its gradient (y_k - r_k - X_k g_k) / n_k,
+    with the point's trailing entries (a Zbar tree's prices) left alone."""
     rng = np.random.default_rng(len(sizes))
     p = 6
     Xs = [rng.normal(size=(n, p)) for n in sizes]
     ys = [rng.normal(size=n) for n in sizes]
     ends = np.cumsum([0, *sizes])
-    blocks = bnb._TaskBlocks(Xs, ys, ends)
-    assert sum(X.size for _, _, X, _, _, _ in blocks.blocks) <= 2 * sum(X.size for X in Xs)
+    X, y = np.vstack(Xs), np.concatenate(ys)
     point, slopes = rng.normal(size=ends[-1] + 2), rng.normal(size=(len(sizes), p))
     r = [point[ends[k]:ends[k + 1]] for k in range(len(sizes))]
-    assert np.allclose(blocks.products(point), [X.T @ rk for X, rk in zip(Xs, r)], rtol=1e-12, atol=1e-12)
-    base, gradient = blocks.loss_part(point, slopes)
+    assert np.allclose(bnb_kernels.products(X, ends, point), [X.T @ rk for X, rk in zip(Xs, r)], rtol=1e-12, atol=1e-12)
+    gradient = np.full_like(point, 7.0)
+    base = bnb_kernels.loss_part(X, y, ends, point, slopes, gradient)
     assert base == pytest.approx(sum((y @ rk - rk @ rk / 2) / len(y) for y, rk in zip(ys, r)), rel=1e-12)
     expected = np.concatenate([(y - rk - X @ g) / len(y) for X, y, rk, g in zip(Xs, ys, r, slopes)])
     assert np.allclose(gradient[:ends[-1]], expected, rtol=1e-12, atol=1e-12)
+    assert np.all(gradient[ends[-1]:] == 7.0)
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [

@@ -1,0 +1,182 @@
+"""bnb's inner loop, compiled by numba: the climbs' dual evaluations.
+
+A node's bound takes about a hundred evaluations of the smoothed dual, each two products of
+the tasks' designs with the residuals and a projection per budget row (``search_dual``) or a
+softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy spent most of
+an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled").
+
+Nothing here decides a bound: the climb only looks for a good dual point, and ``_Search.safe_dual``
+(numpy, with its rounding-error terms) scores the point it keeps.  So the kernels may reassociate
+sums (``FASTMATH``: vectorized loops), which changes only the last bits of the climb's path.
+
+The designs come stacked, ``X`` (n, p) and ``y`` (n,), task k's rows ``ends[k]:ends[k + 1]``;
+every array C-contiguous, float64 but ``ends`` (int64) and the node's ``states`` (int8).  The
+kernels are compiled for those types when this module is first imported (a few seconds, once per
+machine: numba caches them on disk), so no fit's time limit pays for a compilation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+
+#: Reassociation and fused multiply-adds only: no assumption that values are finite.
+FASTMATH = {"reassoc", "contract"}
+FREE, IN = -1, 1
+_VECTOR, _MATRIX, _INDEX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
+
+
+@njit([(_MATRIX, _INDEX, _VECTOR)], cache=True, fastmath=FASTMATH)
+def products(X, ends, r):
+    """(K, p) X_k' r_k, for the residuals at the start of r."""
+    K, p = ends.shape[0] - 1, X.shape[1]
+    out = np.zeros((K, p))
+    for k in range(K):
+        for i in range(ends[k], ends[k + 1]):
+            ri = r[i]
+            for j in range(p):
+                out[k, j] += X[i, j] * ri
+    return out
+
+
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, _VECTOR)], cache=True, fastmath=FASTMATH)
+def loss_part(X, y, ends, point, penalty_slopes, gradient):
+    """sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k; writes (y_k - r_k - X_k g_k) / n_k, its gradient in r_k
+    less that of a penalty part whose gradient in v_k = X_k'r_k / n_k is g_k (``penalty_slopes``
+    (K, p)), into the first n entries of ``gradient``."""
+    K, p = ends.shape[0] - 1, X.shape[1]
+    base = 0.0
+    for k in range(K):
+        inverse = 1.0 / (ends[k + 1] - ends[k])
+        part = 0.0
+        for i in range(ends[k], ends[k + 1]):
+            ri = point[i]
+            part += y[i] * ri - ri * ri / 2
+            fitted = 0.0
+            for j in range(p):
+                fitted += X[i, j] * penalty_slopes[k, j]
+            gradient[i] = (y[i] - ri - fitted) * inverse
+        base += part * inverse
+    return base
+
+
+@njit([(_VECTOR, types.int64)], cache=True)
+def capped(scores, budget):
+    """clip(scores - t, 0, 1) with the least t >= 0 keeping the sum <= budget, exactly.
+
+    The sum is piecewise linear and decreasing in t with breaks at the scores and the scores - 1;
+    it is evaluated at the breaks in order and interpolated on the segment that crosses the budget.
+    Only scores above L = w_(budget+1) - 1 (the (budget+1)-th largest minus 1) take part: at t < L
+    budget + 1 entries would be 1, so t >= L, where the others are 0 (most scores, at p >> s).
+    Breaks below 0 are raised to 0; equal breaks have equal sums, so the crossing segment has two
+    distinct ends.
+    """
+    z = np.minimum(np.maximum(scores, 0.0), 1.0)
+    if z.sum() <= budget:
+        return z
+    w = np.sort(scores)
+    w = w[np.searchsorted(w, w[w.shape[0] - budget - 1] - 1.0, side="right"):]
+    m = w.shape[0]
+    breaks = np.maximum(np.sort(np.concatenate((w, w - 1.0))), 0.0)
+    prefix = np.zeros(m + 1)
+    for i in range(m):
+        prefix[i + 1] = prefix[i] + w[i]
+    t, previous, previous_total = breaks[-1], 0.0, np.inf
+    for b in range(breaks.shape[0]):
+        ones = np.searchsorted(w, breaks[b] + 1.0, side="left")      # w[ones:] >= t + 1
+        partial = np.searchsorted(w, breaks[b], side="right")        # w[partial:ones] in (t, t + 1)
+        total = (m - ones) + (prefix[ones] - prefix[partial]) - (ones - partial) * breaks[b]
+        if total <= budget:
+            t = previous + (previous_total - budget) * (breaks[b] - previous) / (previous_total - total)
+            break
+        previous, previous_total = breaks[b], total
+    return np.minimum(np.maximum(scores - t, 0.0), 1.0)
+
+
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1],
+        types.int64, _VECTOR)], cache=True, fastmath=FASTMATH)
+def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
+    """``_Search.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
+    gradient into ``gradient``.
+
+    v = slope_scale * X'r, weights v^2 / (2 lam), summed over the tasks when ``states`` has one row
+    (a common support: a shared column takes every task's weight) and per task otherwise.  Each
+    budget row's fixed-in entries have z = 1; D takes the s - |in| heaviest free ones, the smoothed
+    D its free z = ``capped``(weight / mu, s - |in|).
+    """
+    v = products(X, ends, point) * slope_scale
+    weights = v * v / (2 * lam)
+    if states.shape[0] == 1:
+        weights = weights.sum(axis=0).reshape(1, -1)
+    z = np.zeros(weights.shape)
+    heaviest, free_squares = 0.0, 0.0
+    for row in range(states.shape[0]):
+        free = np.flatnonzero(states[row] == FREE)
+        inside = np.flatnonzero(states[row] == IN)
+        budget = s - inside.shape[0]
+        z[row, inside] = 1.0
+        heaviest += weights[row, inside].sum()
+        if free.shape[0] and budget > 0:
+            free_weights = weights[row, free]
+            chosen = capped(free_weights / mu, budget)
+            z[row, free] = chosen
+            free_squares += (chosen * chosen).sum()
+            heaviest += np.sort(free_weights)[max(free.shape[0] - budget, 0):].sum()
+    base = loss_part(X, y, ends, point, z * v / lam, gradient)
+    return base - heaviest, base - (z * weights).sum() + mu / 2 * free_squares
+
+
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, _MATRIX, _VECTOR, types.float64, _VECTOR,
+        types.boolean[:, ::1], types.float64, types.int64, types.float64, _VECTOR)],
+      cache=True, fastmath=FASTMATH)
+def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
+             negligible, gradient):
+    """``_SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
+    sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).
+
+    Column j's set S (a row of ``sets``, allowed by the node where ``allowed_sets``) costs
+    sum_(k in S) pi_k + ``set_cost``_S - g_S(v_j), g_S(v) = ``inverse`` ||v_S||^2 + ``coupling``_S
+    (sum_(k in S) v_k)^2; D = base - s sum pi + sum_j min_S, the smoothed D the softmin, whose
+    chances weight each set's z and slopes.  A set whose softmin weight is below exp(``negligible``)
+    gets none (no exp of -inf)."""
+    K, p = slope_scale.shape
+    n = ends[-1]
+    v = products(X, ends, point) * slope_scale
+    prices = np.maximum(point[n:], 0.0)
+    fixed_cost = set_cost.copy()
+    for S in range(sets.shape[0]):
+        for k in range(K):
+            fixed_cost[S] += sets[S, k] * prices[k]
+    n_sets = sets.shape[0]
+    totals, sums, chances = np.empty(n_sets), np.empty(n_sets), np.empty(n_sets)
+    slopes, z = np.zeros((K, p)), np.zeros((K, p))
+    minima, softminima = 0.0, 0.0
+    for j in range(p):
+        least = np.inf
+        for S in range(n_sets):
+            squares, total = 0.0, 0.0
+            for k in range(K):
+                squares += sets[S, k] * v[k, j] * v[k, j]
+                total += sets[S, k] * v[k, j]
+            sums[S] = total
+            totals[S] = fixed_cost[S] - inverse * squares - coupling[S] * total * total if allowed_sets[S, j] else np.inf
+            least = min(least, totals[S])
+        mass = 0.0
+        for S in range(n_sets):
+            shifted = (least - totals[S]) / mu
+            chances[S] = np.exp(shifted) if shifted > negligible else 0.0
+            mass += chances[S]
+        minima += least
+        softminima += least - mu * np.log(mass)
+        for S in range(n_sets):
+            chance = chances[S] / mass
+            for k in range(K):
+                if sets[S, k] > 0.5:
+                    z[k, j] += chance
+                    slopes[k, j] += chance * 2 * coupling[S] * sums[S]
+    slopes += z * v * (2 * inverse)
+    base = loss_part(X, y, ends, point, slopes * (slope_scale != 0), gradient)
+    for k in range(K):
+        gradient[n + k] = z[k].sum() - s
+    budget = s * prices.sum()
+    return base - budget + minima, base - budget + softminima
