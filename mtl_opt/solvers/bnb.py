@@ -84,6 +84,7 @@ from ..result import relative_gap
 from ..deadline import Deadline
 from ..resources import one_blas_thread
 from . import bnb_kernels, lbfgsb
+from .bnb_kernels import FREE, IN, OUT
 from .bnb_pool import SERIAL, NodePool
 from .method import SolverRun
 from .oa import _format_row
@@ -104,7 +105,6 @@ MEMORY = 10
 #: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
 #: with 1e-7, 5.8 / 5.94% with 1e-5.
 FTOL = 1e-7
-FREE, OUT, IN = -1, 0, 1
 #: Open nodes split per step; their children are bounded together (``NodePool.bounds``), so the
 #: second core has work while the first bounds a long climb: a split's two children took very
 #: different times (the shorter a fifth of the longer, median over sMTL cs_l2 seed 0's splits:

@@ -11,7 +11,7 @@ sums (``FASTMATH``: vectorized loops), which changes only the last bits of the c
 
 The designs come stacked, ``X`` (n, p) and ``y`` (n,), task k's rows ``ends[k]:ends[k + 1]``;
 every array C-contiguous, float64 but ``ends`` (int64) and the node's ``states`` (int8).  The
-kernels are compiled for those types when this module is first imported (a few seconds, once per
+kernels are compiled for those types when this module is first imported (22 s measured, once per
 machine: numba caches them on disk), so no fit's time limit pays for a compilation.
 """
 
@@ -22,7 +22,8 @@ from numba import njit, types
 
 #: Reassociation and fused multiply-adds only: no assumption that values are finite.
 FASTMATH = {"reassoc", "contract"}
-FREE, IN = -1, 1
+#: A node's entry states (``bnb`` uses these): free, fixed out, fixed in.
+FREE, OUT, IN = -1, 0, 1
 _VECTOR, _MATRIX, _INDEX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
 
 
