@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.optimize
 from test_bnb_zbar import enumerated_optimum
 
 from mtl_opt.data import MultiTaskData
@@ -134,6 +135,41 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
             assert value == pytest.approx(base - np.sum(weight[greedy]), rel=1e-12, abs=1e-12)
             assert np.all(greedy.sum(axis=1) == np.minimum(s, (fixed != bnb.OUT).sum(axis=1)))
             assert np.all(greedy[fixed == bnb.IN]) and not np.any(greedy[fixed == bnb.OUT])
+
+
+@pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
+def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(variant):
+    """``bnb_kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence: the
+    same maximum (both methods, one concave function); the best D it reports is D at the point it
+    kept, at least D at the start and at its last point; and a start already at the incumbent is
+    pruned there, without a step."""
+    rng = np.random.default_rng(3)
+    for seed, K, p, n, s in SHAPES:
+        Xs, ys = data(seed, K, p, n, s)
+        search = bnb._Search(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
+        fixed = search._filled(random_node(rng, variant, K, p, s))
+        states, mu, lam = search._states(fixed), 0.05, search.problem.lambda_ridge
+        start = search.start() + 0.1 * rng.normal(size=search.ends[-1])
+
+        def climb(upper, best_point, maxiter=2000):
+            return bnb_kernels.climb(search.X, search.y, search.ends, start, search.slope_scale, lam, mu, states, s,
+                                     maxiter, 10, 1e-15, upper, best_point, -np.inf)
+
+        def negative_smoothed(r):
+            _, (smooth, gradient) = search.dual(fixed, r, mu)
+            return -smooth, -gradient
+        maximum = -scipy.optimize.minimize(negative_smoothed, start, jac=True, method="L-BFGS-B",
+                                           options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12}).fun
+        best_point = np.empty_like(start)
+        last, best, pruned = climb(np.inf, best_point)
+        assert not pruned
+        assert -negative_smoothed(last)[0] == pytest.approx(maximum, rel=1e-9, abs=1e-12)
+        assert search.dual(fixed, best_point, mu)[0] == pytest.approx(best, rel=1e-12, abs=1e-12)
+        assert best >= max(search.dual(fixed, start, mu)[0], search.dual(fixed, last, mu)[0])
+        at_start = search.dual(fixed, start, mu)[0]
+        last, best, pruned = climb(at_start, best_point)
+        assert pruned and best == pytest.approx(at_start, rel=1e-12, abs=1e-12)
+        assert np.allclose(last, start, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,K,n,skip", [

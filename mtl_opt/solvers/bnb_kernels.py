@@ -1,9 +1,11 @@
-"""bnb's inner loop, compiled by numba: the climbs' dual evaluations.
+"""bnb's inner loop, compiled by numba: the climbs' dual evaluations, and the greedy trees' climbs.
 
 A node's bound takes about a hundred evaluations of the smoothed dual, each two products of
 the tasks' designs with the residuals and a projection per budget row (``search_dual``) or a
 softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy spent most of
-an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled").
+an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled"); driving
+the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so a tree without
+prices climbs wholly here (``climb``).
 
 Nothing here decides a bound: the climb only looks for a good dual point, and ``_Search.safe_dual``
 (numpy, with its rounding-error terms) scores the point it keeps.  So the kernels may reassociate
@@ -11,7 +13,7 @@ sums (``FASTMATH``: vectorized loops), which changes only the last bits of the c
 
 The designs come stacked, ``X`` (n, p) and ``y`` (n,), task k's rows ``ends[k]:ends[k + 1]``;
 every array C-contiguous, float64 but ``ends`` (int64) and the node's ``states`` (int8).  The
-kernels are compiled for those types when this module is first imported (22 s measured, once per
+kernels are compiled for those types when this module is first imported (29 s measured, once per
 machine: numba caches them on disk), so no fit's time limit pays for a compilation.
 """
 
@@ -181,3 +183,69 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
         gradient[n + k] = z[k].sum() - s
     budget = s * prices.sum()
     return base - budget + minima, base - budget + softminima
+
+
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64,
+        types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)], cache=True, fastmath=FASTMATH)
+def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, ftol, upper, best_point, best_value):
+    """One smoothing stage of ``_Search.bound``: L-BFGS on minus ``search_dual``'s smoothed D from ``point``.
+
+    Returns (the last iterate, the best D seen, whether some D reached ``upper``: the node is pruned
+    and the climb stopped there); a point whose D beats ``best_value`` is copied into ``best_point``.
+    The smoothed -D is convex, so a backtracking (Armijo) line search keeps every accepted pair's
+    curvature s'y >= 0; the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
+    ``maxiter`` iterations, once a step gains less than ``ftol`` relative to the value (L-BFGS-B's
+    test), or when no step along the direction gains (20 halvings).
+    """
+    n = point.shape[0]
+    steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
+    x, g, trial_g = point.copy(), np.empty(n), np.empty(n)
+    value, smooth = search_dual(X, y, ends, x, slope_scale, lam, mu, states, s, g)
+    if value > best_value:
+        best_value = value
+        best_point[:] = x
+    if value >= upper:
+        return x, best_value, True
+    f, g = -smooth, -g
+    stored, newest = 0, 0
+    for _ in range(maxiter):
+        direction = -g   # the two-loop recursion: direction = -H g
+        for back in range(stored):
+            i = (newest - back) % memory
+            alpha[i] = rho[i] * np.dot(steps[i], direction)
+            direction -= alpha[i] * changes[i]
+        if stored:
+            direction *= np.dot(steps[newest], changes[newest]) / np.dot(changes[newest], changes[newest])
+        for back in range(stored - 1, -1, -1):
+            i = (newest - back) % memory
+            direction += (alpha[i] - rho[i] * np.dot(changes[i], direction)) * steps[i]
+        slope = np.dot(g, direction)
+        if not slope < 0:   # not a descent direction (rounding): restart from the gradient
+            direction, stored = -g, 0
+            slope = np.dot(g, direction)
+        step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
+        for _ in range(20):
+            trial = x + step * direction
+            value, smooth = search_dual(X, y, ends, trial, slope_scale, lam, mu, states, s, trial_g)
+            if value > best_value:
+                best_value = value
+                best_point[:] = trial
+            if value >= upper:
+                return trial, best_value, True
+            if -smooth <= f + 1e-4 * step * slope:
+                break
+            step /= 2
+        else:
+            break
+        trial_g = -trial_g
+        moved, change = trial - x, trial_g - g
+        curvature = np.dot(moved, change)
+        if curvature > 1e-12 * np.dot(change, change):   # else a flat pair, not kept
+            newest = (newest + 1) % memory
+            steps[newest], changes[newest], rho[newest] = moved, change, 1.0 / curvature
+            stored = min(stored + 1, memory)
+        gain = f + smooth
+        x, f, g, trial_g = trial, -smooth, trial_g, g
+        if gain <= ftol * max(abs(f), abs(f + gain), 1.0):
+            break
+    return x, best_value, False
