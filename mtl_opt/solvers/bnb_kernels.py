@@ -224,6 +224,7 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, f
             direction, stored = -g, 0
             slope = np.dot(g, direction)
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
+        shorter, longer = 0.0, np.inf   # the weak Wolfe step lies between them
         for _ in range(20):
             trial = x + step * direction
             value, smooth = search_dual(X, y, ends, trial, slope_scale, lam, mu, states, s, trial_g)
@@ -232,11 +233,17 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, f
                 best_point[:] = trial
             if value >= upper:
                 return trial, best_value, True
-            if -smooth <= f + 1e-4 * step * slope:
+            descent = -smooth <= f + 1e-4 * step * slope
+            if not descent:
+                longer = step
+            elif -np.dot(trial_g, direction) < 0.9 * slope:   # still steep: a longer step gains more
+                shorter = step
+            else:
                 break
-            step /= 2
+            step = (shorter + longer) / 2 if longer < np.inf else 2 * step
         else:
-            break
+            if not descent:
+                break
         trial_g = -trial_g
         moved, change = trial - x, trial_g - g
         curvature = np.dot(moved, change)
