@@ -153,7 +153,7 @@ def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(vari
 
         def climb(upper, best_point, maxiter=2000):
             return bnb_kernels.climb(search.X, search.y, search.ends, start, search.slope_scale, lam, mu, states, s,
-                                     maxiter, 10, 1e-15, upper, best_point, -np.inf)
+                                     maxiter, 10, 0.0, upper, best_point, -np.inf)
 
         def negative_smoothed(r):
             _, (smooth, gradient) = search.dual(fixed, r, mu)

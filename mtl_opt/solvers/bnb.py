@@ -402,10 +402,13 @@ class _Search:
     def stage(self, fixed: np.ndarray, r: np.ndarray, mu: float, best: list):
         """(the last point, whether D reached the incumbent) of one smoothing stage from ``r``, ``best``
         updated: compiled whole (``bnb_kernels.climb``), so one stage runs between deadline checks
-        (at most ``node_iterations / STAGES`` iterations, 15 ms at p = 250, K = 4, n_k = 50)."""
+        (at most ``node_iterations / STAGES`` iterations, 15 ms at p = 250, K = 4, n_k = 50).  A step
+        gaining less than ``FTOL`` times the incumbent's F ends it: the tree's own units, so the
+        climb does the same in any units of y (L-BFGS-B's test is relative to max(|D|, 1))."""
+        least_gain = FTOL * (abs(self.upper) if np.isfinite(self.upper) else 1.0)
         r, best[0], pruned = bnb_kernels.climb(
             self.X, self.y, self.ends, r, self.slope_scale, float(self.problem.lambda_ridge), mu, self._states(fixed),
-            int(self.problem.s), self.node_iterations // STAGES, MEMORY, FTOL, self.upper, best[1], best[0])
+            int(self.problem.s), self.node_iterations // STAGES, MEMORY, least_gain, self.upper, best[1], best[0])
         return r, pruned
 
     def safe_dual(self, fixed: np.ndarray, r: np.ndarray) -> float:

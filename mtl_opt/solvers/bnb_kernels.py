@@ -187,15 +187,16 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
 
 @njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64,
         types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)], cache=True, fastmath=FASTMATH)
-def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, ftol, upper, best_point, best_value):
+def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, least_gain, upper, best_point,
+          best_value):
     """One smoothing stage of ``_Search.bound``: L-BFGS on minus ``search_dual``'s smoothed D from ``point``.
 
     Returns (the last iterate, the best D seen, whether some D reached ``upper``: the node is pruned
     and the climb stopped there); a point whose D beats ``best_value`` is copied into ``best_point``.
     The smoothed -D is convex, so a backtracking (Armijo) line search keeps every accepted pair's
     curvature s'y >= 0; the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
-    ``maxiter`` iterations, once a step gains less than ``ftol`` relative to the value (L-BFGS-B's
-    test), or when no step along the direction gains (20 halvings).
+    ``maxiter`` iterations, once a step gains less than ``least_gain``, or when no step along the
+    direction gains (20 halvings).
     """
     n = point.shape[0]
     steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
@@ -253,6 +254,6 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, f
             stored = min(stored + 1, memory)
         gain = f + smooth
         x, f, g, trial_g = trial, -smooth, trial_g, g
-        if gain <= ftol * max(abs(f), abs(f + gain), 1.0):
+        if gain <= least_gain:
             break
     return x, best_value, False
