@@ -256,15 +256,25 @@ def test_estimator_certifies_with_screening_at_any_scale(variant, lambda_zbar, s
     assert result.objective == pytest.approx(optimum, rel=1e-5)
 
 
+#: (seed, p, n, s, signal, lambda_ridge): K = 1, n < p, small trees (4-25 nodes each).
+SCREENING_CASES = [(3, 30, 20, 4, 4.0, 0.5), (3, 30, 20, 4, 2.0, 0.5), (3, 40, 20, 5, 2.0, 0.2), (1, 30, 20, 4, 1.0, 0.5),
+                   (1, 60, 25, 5, 1.0, 0.5), (2, 60, 25, 5, 1.0, 0.3), (3, 50, 20, 4, 1.5, 0.5), (4, 60, 30, 5, 1.0, 0.5)]
+
+
 def test_screening_fixes_entries_and_saves_nodes():
-    """A strong signal (K = 1, p = 30, n = 20 < p): the root's dual point already shows most
-    features out, so screening fixes entries and the tree needs fewer nodes."""
-    Xs, ys = data(3, 1, 30, 20, 4, signal=4.0)
-    problem = problem_of(Xs, ys, "l0l2", 4, 0.0, lambda_ridge=0.5)
-    runs = {on: bnb.solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((1, 30)), screening=on)
-            for on in (True, False)}
-    assert runs[True].native["screened"] > 0 and runs[False].native["screened"] == 0
-    assert runs[True].native["nodes"] < runs[False].native["nodes"]
-    for run in runs.values():
-        assert final_status(run, 1e-6) == "optimal"
-    assert runs[True].objective == pytest.approx(runs[False].objective, rel=1e-9)
+    """Where the root's dual point already shows most features out (K = 1, n < p), screening fixes
+    entries on every instance and, over the eight, the trees need fewer nodes (74 against 81 when
+    written; per instance the saving is 0-3 nodes, and one tree took 25 against 22), with the same
+    certified optimum."""
+    nodes = {True: 0, False: 0}
+    for seed, p, n, s, signal, lambda_ridge in SCREENING_CASES:
+        Xs, ys = data(seed, 1, p, n, s, signal=signal)
+        problem = problem_of(Xs, ys, "l0l2", s, 0.0, lambda_ridge=lambda_ridge)
+        runs = {on: bnb.solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((1, p)), screening=on)
+                for on in (True, False)}
+        assert runs[True].native["screened"] > 0 and runs[False].native["screened"] == 0
+        for on, run in runs.items():
+            assert final_status(run, 1e-6) == "optimal"
+            nodes[on] += run.native["nodes"]
+        assert runs[True].objective == pytest.approx(runs[False].objective, rel=1e-9)
+    assert nodes[True] < nodes[False]
