@@ -193,10 +193,12 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
 
     Returns (the last iterate, the best D seen, whether some D reached ``upper``: the node is pruned
     and the climb stopped there); a point whose D beats ``best_value`` is copied into ``best_point``.
-    The smoothed -D is convex, so a backtracking (Armijo) line search keeps every accepted pair's
-    curvature s'y >= 0; the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
-    ``maxiter`` iterations, once a step gains less than ``least_gain``, or when no step along the
-    direction gains (20 halvings).
+    The line search bisects for a weak Wolfe step (sufficient decrease, and a slope no longer steep),
+    doubling while the step is too short: backtracking alone never lengthens a step, and stopped
+    climbs on small gains.  The smoothed -D is convex, so every pair's curvature s'y >= 0 (flat ones
+    are dropped); the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
+    ``maxiter`` iterations, once a step gains less than ``least_gain``, or when 20 trial steps
+    along a direction find no decrease.
     """
     n = point.shape[0]
     steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
