@@ -185,6 +185,15 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
     return base - budget + minima, base - budget + softminima
 
 
+@njit([types.float64(_VECTOR, types.float64, _VECTOR, types.float64)], cache=True)
+def _kept(point, value, best_point, best_value):
+    """The larger of ``value`` and ``best_value``; ``point`` copied into ``best_point`` when it is ``value``."""
+    if value > best_value:
+        best_point[:] = point
+        return value
+    return best_value
+
+
 @njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64,
         types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)], cache=True, fastmath=FASTMATH)
 def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, least_gain, upper, best_point,
@@ -204,9 +213,7 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
     steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
     x, g, trial_g = point.copy(), np.empty(n), np.empty(n)
     value, smooth = search_dual(X, y, ends, x, slope_scale, lam, mu, states, s, g)
-    if value > best_value:
-        best_value = value
-        best_point[:] = x
+    best_value = _kept(x, value, best_point, best_value)
     if value >= upper:
         return x, best_value, True
     f, g = -smooth, -g
@@ -231,9 +238,7 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
         for _ in range(20):
             trial = x + step * direction
             value, smooth = search_dual(X, y, ends, trial, slope_scale, lam, mu, states, s, trial_g)
-            if value > best_value:
-                best_value = value
-                best_point[:] = trial
+            best_value = _kept(trial, value, best_point, best_value)
             if value >= upper:
                 return trial, best_value, True
             descent = -smooth <= f + 1e-4 * step * slope
