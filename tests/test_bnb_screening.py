@@ -172,6 +172,19 @@ def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(vari
         assert np.allclose(last, start, rtol=0, atol=0)
 
 
+def test_the_compiled_climb_stops_at_a_stationary_start():
+    """y = 0 and r = 0: every slope is 0, so the smoothed D's gradient is exactly 0.  The climb ends
+    there (it divided by the zero gradient's length before), keeping the start and its D = 0."""
+    rng = np.random.default_rng(0)
+    X, ends = rng.normal(size=(6, 8)), np.array([0, 6])
+    best_point = np.full(6, np.nan)
+    last, best, pruned = bnb_kernels.climb(X, np.zeros(6), ends, np.zeros(6), np.full((1, 8), 1 / 6), 0.5, 0.1,
+                                           np.full((1, 8), bnb.FREE, dtype=np.int8), 2, 50, 10, 0.0, np.inf,
+                                           best_point, -np.inf)
+    assert not pruned and best == pytest.approx(0.0, abs=1e-12)
+    assert np.allclose(last, 0.0, rtol=0, atol=1e-12) and np.allclose(best_point, 0.0, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("variant,lambda_zbar,K,n,skip", [
     ("l0l2", 0.0, 2, 6, 0), ("cs_l2", 0.0, 2, 6, 1), ("zbar_l2", 1.0, 2, 6, 1), ("cs_l2", 0.0, 1, 6, 0),
     ("zbar_l2", 1.0, 2, 12, 0)])

@@ -98,8 +98,9 @@ NODE_ITERATIONS = 1000
 STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
-#: A smoothing stage ends when an L-BFGS step gains less than this relative to the dual's value
-#: (it was 1e-13: ~1000 evaluations per node, on digits that prune nothing).  Measured
+#: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: max(|D|, 1)
+#: in the priced trees (L-BFGS-B's test), the incumbent's F in ``_Search.stage``.  (It was 1e-13:
+#: ~1000 evaluations per node, on digits that prune nothing.)  Measured
 #: (BENCHMARKS.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
 #: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
 #: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
@@ -886,4 +887,5 @@ def _gamma(m: int) -> float:
 
 
 class _Pruned(Exception):
-    """Raised inside L-BFGS when a node's bound passes the incumbent, or at the deadline."""
+    """Raised inside L-BFGS-B when a node's bound passes the incumbent (its argument True), or at the
+    deadline (False)."""

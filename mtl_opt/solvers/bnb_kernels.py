@@ -206,8 +206,8 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
     doubling while the step is too short: backtracking alone never lengthens a step, and stopped
     climbs on small gains.  The smoothed -D is convex, so every pair's curvature s'y >= 0 (flat ones
     are dropped); the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
-    ``maxiter`` iterations, once a step gains less than ``least_gain``, or when 20 trial steps
-    along a direction find no decrease.
+    ``maxiter`` iterations, once a step gains less than ``least_gain``, when 20 trial steps along a
+    direction find no decrease, or at a zero gradient.
     """
     n = point.shape[0]
     steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
@@ -233,6 +233,8 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
         if not slope < 0:   # not a descent direction (rounding): restart from the gradient
             direction, stored = -g, 0
             slope = np.dot(g, direction)
+            if not slope < 0:   # a zero (or NaN) gradient: the point is stationary, nothing to climb
+                break
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         shorter, longer = 0.0, np.inf   # the weak Wolfe step lies between them
         for _ in range(20):
