@@ -132,21 +132,23 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     assert tight > 0   # the bounds are not trivially low
 
 
+@pytest.mark.parametrize("mu", [0.05, 1e-3])
 @pytest.mark.parametrize("variant,seed,K,p,n,s,lambda_ridge,lambda_bbar,lambda_zbar",
                          BOUND_CASES + [("zbar_l2", 10, 3, 5, 4, 2, 0.5, 0.0, 2.0)])
 def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n, s, lambda_ridge, lambda_bbar,
-                                                         lambda_zbar):
+                                                         lambda_zbar, mu):
     """``bnb_kernels.set_dual`` against D(r, pi) and its softmin written out here: each column's task
     sets the node allows (every fixed-in task, no fixed-out one; none or all for a shared support),
     each costing sum_S pi_k + (lambda_zbar/2)|S|(K-|S|)/K - ||v_S||^2/(2a) - c (sum_S v_k)^2 / (2a(a - c|S|)),
-    a = lambda_ridge + lambda_bbar, c = lambda_bbar / K, v_k = X_k'r_k / n_k (0 on an excluded pair)."""
+    a = lambda_ridge + lambda_bbar, c = lambda_bbar / K, v_k = X_k'r_k / n_k (0 on an excluded pair).  At the
+    smaller mu most sets' softmin weights are below exp(-40), which the kernel takes as 0."""
     rng = np.random.default_rng(seed)
     Xs, ys = data(seed, K, p, n, s)
     excluded = np.zeros((K, p), bool)
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
     search = bnb._SetSearch(problem, 20, np.zeros((K, p)), Deadline(30))
-    a, c, mu = lambda_ridge + lambda_bbar, lambda_bbar / K, 0.05
+    a, c = lambda_ridge + lambda_bbar, lambda_bbar / K
     common = variant.startswith("cs")
     for _ in range(5):
         fixed = random_node(rng, variant, K, p, s)

@@ -120,9 +120,11 @@ MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
 LOG_EVERY = 1.0
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
-#: Softmin weights exp(x) with x below this (< 1e-304) are taken as 0: exp's underflow path is
-#: 6x slower, and most of a column's sets sit that far above its minimum once mu is small.
-_NEGLIGIBLE = -700.0
+#: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
+#: (its least set's weight), and each exp(-40) < 2^-57 is below its rounding error.  Most of a column's
+#: sets sit that far above its least once mu is small, so few exps are taken (BENCHMARKS.md, "The
+#: set kernel by sets").
+_NEGLIGIBLE = -40.0
 
 
 @one_blas_thread

@@ -143,46 +143,48 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
     chances weight each set's z and slopes.  A set whose softmin weight is below exp(``negligible``)
     gets none (no exp of -inf)."""
     K, p = slope_scale.shape
-    n = ends[-1]
+    n, n_sets = ends[-1], sets.shape[0]
     v = products(X, ends, point) * slope_scale
     prices = np.maximum(point[n:], 0.0)
-    fixed_cost = set_cost.copy()
-    for S in range(sets.shape[0]):
+    # by sets, each a loop along the columns: these vectorize, and exp runs only where it counts
+    sums, squares, totals = np.zeros((n_sets, p)), np.zeros((n_sets, p)), np.empty((n_sets, p))
+    least = np.full(p, np.inf)
+    for S in range(n_sets):
+        fixed_cost = set_cost[S]
         for k in range(K):
-            fixed_cost[S] += sets[S, k] * prices[k]
-    n_sets = sets.shape[0]
-    totals, sums, chances = np.empty(n_sets), np.empty(n_sets), np.empty(n_sets)
+            if sets[S, k] > 0.5:
+                fixed_cost += prices[k]
+                for j in range(p):
+                    squares[S, j] += v[k, j] * v[k, j]
+                    sums[S, j] += v[k, j]
+        for j in range(p):
+            total = fixed_cost - inverse * squares[S, j] - coupling[S] * sums[S, j] * sums[S, j]
+            totals[S, j] = total if allowed_sets[S, j] else np.inf
+            least[j] = min(least[j], totals[S, j])
+    chances = np.empty((n_sets, p))
+    for S in range(n_sets):
+        for j in range(p):
+            chances[S, j] = (least[j] - totals[S, j]) / mu
+    for S in range(n_sets):   # a column's least set has weight 1; most others are negligible
+        for j in range(p):
+            shifted = chances[S, j]
+            chances[S, j] = 1.0 if shifted == 0.0 else np.exp(shifted) if shifted > negligible else 0.0
+    mass = chances.sum(axis=0)
     slopes, z = np.zeros((K, p)), np.zeros((K, p))
-    minima, softminima = 0.0, 0.0
-    for j in range(p):
-        least = np.inf
-        for S in range(n_sets):
-            squares, total = 0.0, 0.0
-            for k in range(K):
-                squares += sets[S, k] * v[k, j] * v[k, j]
-                total += sets[S, k] * v[k, j]
-            sums[S] = total
-            totals[S] = fixed_cost[S] - inverse * squares - coupling[S] * total * total if allowed_sets[S, j] else np.inf
-            least = min(least, totals[S])
-        mass = 0.0
-        for S in range(n_sets):
-            shifted = (least - totals[S]) / mu
-            chances[S] = np.exp(shifted) if shifted > negligible else 0.0
-            mass += chances[S]
-        minima += least
-        softminima += least - mu * np.log(mass)
-        for S in range(n_sets):
-            chance = chances[S] / mass
-            for k in range(K):
-                if sets[S, k] > 0.5:
-                    z[k, j] += chance
-                    slopes[k, j] += chance * 2 * coupling[S] * sums[S]
+    for S in range(n_sets):
+        for j in range(p):
+            chances[S, j] /= mass[j]
+        for k in range(K):
+            if sets[S, k] > 0.5:
+                for j in range(p):
+                    z[k, j] += chances[S, j]
+                    slopes[k, j] += chances[S, j] * 2 * coupling[S] * sums[S, j]
     slopes += z * v * (2 * inverse)
     base = loss_part(X, y, ends, point, slopes * (slope_scale != 0), gradient)
     for k in range(K):
         gradient[n + k] = z[k].sum() - s
     budget = s * prices.sum()
-    return base - budget + minima, base - budget + softminima
+    return base - budget + least.sum(), base - budget + (least - mu * np.log(mass)).sum()
 
 
 @njit([types.float64(_VECTOR, types.float64, _VECTOR, types.float64)], cache=True)
