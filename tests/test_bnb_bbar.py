@@ -124,7 +124,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
         points = [np.concatenate([r_scale * y + rng.normal(size=y.size), price_scale * rng.exponential(size=K)])
                   for r_scale, price_scale in itertools.product((0.0, 0.5, 1.0, 3.0), (0.0, 0.1, 1.0, 100.0))]
         points += [np.concatenate([top[:y.size] + 0.1 * rng.normal(size=y.size),   # where D is nearly tight
-                                   search.prices(top) * rng.uniform(0.5, 2.0, K)]) for _ in range(4)]
+                                   search.prices(top) / search.price_unit * rng.uniform(0.5, 2.0, K)]) for _ in range(4)]
         for point in points:
             value, _ = search.dual(fixed, point, 0.1)
             assert search.safe_dual(fixed, point) <= value
@@ -168,7 +168,7 @@ def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n,
             minima += min(totals)
             softminima += min(totals) - mu * np.log(np.sum(np.exp((min(totals) - np.array(totals)) / mu)))
         budget = s * prices.sum()
-        value, (smooth, _) = search.dual(fixed, np.concatenate(r + [prices]), mu)
+        value, (smooth, _) = search.dual(fixed, np.concatenate(r + [prices / search.price_unit]), mu)
         assert value == pytest.approx(base - budget + minima, rel=1e-9, abs=1e-12)
         assert smooth == pytest.approx(base - budget + softminima, rel=1e-9, abs=1e-12)
 

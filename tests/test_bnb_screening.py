@@ -137,39 +137,49 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
             assert np.all(greedy[fixed == bnb.IN]) and not np.any(greedy[fixed == bnb.OUT])
 
 
-@pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
-def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(variant):
-    """``bnb_kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence: the
-    same maximum (both methods, one concave function); the best D it reports is D at the point it
-    kept, at least D at the start and at its last point; and a start already at the incumbent is
-    pruned there, without a step."""
+@pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
+    ("l0l2", 0.0, 0.0, bnb._Search), ("cs_l2", 0.0, 0.0, bnb._Search), ("zbar_l2", 1.0, 0.0, bnb._SetSearch),
+    ("zbar_bbar", 0.5, 3.0, bnb._SetSearch), ("cs_bbar", 0.0, 1.0, bnb._SetSearch)])
+def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(variant, lambda_zbar, lambda_bbar,
+                                                                             search_class):
+    """``bnb_kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence (with
+    the prices' bound pi >= 0 in the priced trees): the same maximum (both methods, one concave
+    function); the best D it reports is D at the point it kept, at least D at the start and at its
+    last point; and a start already at the incumbent is pruned there, without a step.  The priced
+    starts have one price below 0, which the climb raises to 0 before its first evaluation."""
     rng = np.random.default_rng(3)
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
-        search = bnb._Search(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
+        problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=s, lambda_ridge=0.1,
+                                          lambda_zbar=lambda_zbar, lambda_bbar=lambda_bbar, fit_intercept=False)
+        search = search_class(problem, 40, np.zeros((K, p)), Deadline(30))
         fixed = search._filled(random_node(rng, variant, K, p, s))
-        states, mu, lam = search._states(fixed), 0.05, search.problem.lambda_ridge
-        start = search.start() + 0.1 * rng.normal(size=search.ends[-1])
+        mu, residuals = 0.05, search.ends[-1]
+        start = search.start() + 0.1 * rng.normal(size=len(search.start()))
+        start[residuals:] = np.abs(start[residuals:])
+        start[-1] = -0.5 if len(start) > residuals else start[-1]
+        floor = [(None, None)] * residuals + [(0.0, None)] * (len(start) - residuals)
 
         def climb(upper, best_point, maxiter=2000):
-            return bnb_kernels.climb(search.X, search.y, search.ends, start, search.slope_scale, lam, mu, states, s,
-                                     maxiter, 10, 0.0, upper, best_point, -np.inf)
+            return bnb_kernels.climb(search._evaluation(fixed, mu), start, residuals, maxiter, 10, 0.0, upper,
+                                     best_point, -np.inf)
 
-        def negative_smoothed(r):
-            _, (smooth, gradient) = search.dual(fixed, r, mu)
+        def negative_smoothed(point):
+            _, (smooth, gradient) = search.dual(fixed, point, mu)
             return -smooth, -gradient
-        maximum = -scipy.optimize.minimize(negative_smoothed, start, jac=True, method="L-BFGS-B",
+        cleared = np.concatenate([start[:residuals], np.maximum(start[residuals:], 0.0)])
+        maximum = -scipy.optimize.minimize(negative_smoothed, cleared, jac=True, method="L-BFGS-B", bounds=floor,
                                            options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-12}).fun
         best_point = np.empty_like(start)
         last, best, pruned = climb(np.inf, best_point)
-        assert not pruned
+        assert not pruned and np.all(last[residuals:] >= 0)
         assert -negative_smoothed(last)[0] == pytest.approx(maximum, rel=1e-9, abs=1e-12)
         assert search.dual(fixed, best_point, mu)[0] == pytest.approx(best, rel=1e-12, abs=1e-12)
-        assert best >= max(search.dual(fixed, start, mu)[0], search.dual(fixed, last, mu)[0])
-        at_start = search.dual(fixed, start, mu)[0]
+        at_start = search.dual(fixed, cleared, mu)[0]
+        assert best >= max(at_start, search.dual(fixed, last, mu)[0])
         last, best, pruned = climb(at_start, best_point)
         assert pruned and best == pytest.approx(at_start, rel=1e-12, abs=1e-12)
-        assert np.allclose(last, start, rtol=0, atol=0)
+        assert np.allclose(last, cleared, rtol=0, atol=0)
 
 
 def test_the_compiled_climb_stops_at_a_stationary_start():
@@ -178,9 +188,8 @@ def test_the_compiled_climb_stops_at_a_stationary_start():
     rng = np.random.default_rng(0)
     X, ends = rng.normal(size=(6, 8)), np.array([0, 6])
     best_point = np.full(6, np.nan)
-    last, best, pruned = bnb_kernels.climb(X, np.zeros(6), ends, np.zeros(6), np.full((1, 8), 1 / 6), 0.5, 0.1,
-                                           np.full((1, 8), bnb.FREE, dtype=np.int8), 2, 50, 10, 0.0, np.inf,
-                                           best_point, -np.inf)
+    evaluation = (X, np.zeros(6), ends, np.full((1, 8), 1 / 6), 0.5, 0.1, np.full((1, 8), bnb.FREE, dtype=np.int8), 2)
+    last, best, pruned = bnb_kernels.climb(evaluation, np.zeros(6), 6, 50, 10, 0.0, np.inf, best_point, -np.inf)
     assert not pruned and best == pytest.approx(0.0, abs=1e-12)
     assert np.allclose(last, 0.0, rtol=0, atol=1e-12) and np.allclose(best_point, 0.0, rtol=0, atol=1e-12)
 

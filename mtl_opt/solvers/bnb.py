@@ -42,7 +42,7 @@ w_jk = v_jk^2 / (2 lambda_ridge), S over the task sets the node allows for
 column j (its fixed-in tasks, any of its free ones).  For each size the best
 S takes the cheapest free tasks, so the worst z is a sort per column; D is
 concave in (r, pi) jointly and a lower bound on the node at every point with
-pi >= 0.  L-BFGS-B climbs it over both, smoothed by a softmin over S (its
+pi >= 0.  L-BFGS climbs it over both, the prices kept >= 0, smoothed by a softmin over S (its
 sum over sizes is a small recursion per column).  At lambda_zbar = 0 and the
 best pi this is the greedy bound above; those variants keep the greedy.
 
@@ -59,8 +59,9 @@ any K.  For few tasks the enumeration is also the faster way to the Zbar bound (
 and softminima as the recursion), so Zbar variants with K <= ``ENUMERATED_TASKS`` use it.
 
 The climbs' dual evaluations (``_Search.dual``, ``_SetSearch.dual``, the products of all three)
-are compiled (``bnb_kernels``), and so is the whole climb of a tree without prices (``_Search``:
-L-BFGS has no box to keep there); no bound comes from them: ``safe_dual`` scores the point kept.
+are compiled (``bnb_kernels``), and so are the whole climbs of ``_Search`` and ``_SetSearch``
+(``bnb_kernels.climb``); the Zbar recursion (``_ZbarSearch``, K > ``ENUMERATED_TASKS``) climbs with
+L-BFGS-B (``lbfgsb``).  No bound comes from them: ``safe_dual`` scores the point kept.
 
 Scope: lambda_ridge > 0, every variant (with a Bbar term on per-task supports, K <=
 ``MAX_BBAR_TASKS``).  The bound uses the penalties' curvature alone, not the curvature outer
@@ -98,8 +99,10 @@ NODE_ITERATIONS = 1000
 STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
-#: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: max(|D|, 1)
-#: in the priced trees (L-BFGS-B's test), the incumbent's F in ``_Search.stage``.  (It was 1e-13:
+#: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``_ZbarSearch.price_unit``).
+PRICE_UNIT = 0.3
+#: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: the
+#: incumbent's F in ``_Search.stage``, max(|D|, 1) in the Zbar recursion's (L-BFGS-B's test).  (It was 1e-13:
 #: ~1000 evaluations per node, on digits that prune nothing.)  Measured
 #: (BENCHMARKS.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
 #: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
@@ -402,17 +405,26 @@ class _Search:
                 break
         return self.safe_dual(fixed, best[1]), best[1], self.worst(fixed, best[1])
 
-    def stage(self, fixed: np.ndarray, r: np.ndarray, mu: float, best: list):
-        """(the last point, whether D reached the incumbent) of one smoothing stage from ``r``, ``best``
+    def stage(self, fixed: np.ndarray, point: np.ndarray, mu: float, best: list):
+        """(the last point, whether D reached the incumbent) of one smoothing stage from ``point``, ``best``
         updated: compiled whole (``bnb_kernels.climb``), so one stage runs between deadline checks
         (at most ``node_iterations / STAGES`` iterations, 15 ms at p = 250, K = 4, n_k = 50).  A step
         gaining less than ``FTOL`` times the incumbent's F ends it: the tree's own units, so the
-        climb does the same in any units of y (L-BFGS-B's test is relative to max(|D|, 1))."""
+        climb does the same in any units of y."""
         least_gain = FTOL * (abs(self.upper) if np.isfinite(self.upper) else 1.0)
-        r, best[0], pruned = bnb_kernels.climb(
-            self.X, self.y, self.ends, r, self.slope_scale, float(self.problem.lambda_ridge), mu, self._states(fixed),
-            int(self.problem.s), self.node_iterations // STAGES, MEMORY, least_gain, self.upper, best[1], best[0])
-        return r, pruned
+        point, best[0], pruned = bnb_kernels.climb(
+            self._evaluation(fixed, mu), point, int(self.ends[-1]), self.node_iterations // STAGES, MEMORY, least_gain,
+            self.upper, best[1], best[0])
+        return point, pruned
+
+    #: The dual's evaluation (``dual``); ``_evaluation`` holds its arguments but the point and gradient.
+    kernel = staticmethod(bnb_kernels.search_dual)
+
+    def _evaluation(self, fixed: np.ndarray, mu: float) -> tuple:
+        """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a
+        ``bnb_kernels.SEARCH``)."""
+        return (self.X, self.y, self.ends, self.slope_scale, float(self.problem.lambda_ridge), float(mu),
+                self._states(fixed), int(self.problem.s))
 
     def safe_dual(self, fixed: np.ndarray, r: np.ndarray) -> float:
         """D(r) at the node, lowered by a bound on its rounding error: never above the exact D(r).
@@ -498,12 +510,11 @@ class _Search:
         v = self._slopes(r)
         return v**2 / (2 * self.problem.lambda_ridge)
 
-    def dual(self, fixed: np.ndarray, r: np.ndarray, mu: float):
-        """(D(r), (smoothed D, its gradient in r)) at the node (``bnb_kernels.search_dual``)."""
-        gradient = np.empty_like(r)
-        value, smooth = bnb_kernels.search_dual(self.X, self.y, self.ends, r, self.slope_scale,
-                                                float(self.problem.lambda_ridge), float(mu), self._states(fixed),
-                                                int(self.problem.s), gradient)
+    def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
+        """(D, (smoothed D, its gradient)) at the dual point, as ``stage`` climbs them (``kernel``)."""
+        X, y, ends, slope_scale, *rest = self._evaluation(fixed, mu)
+        gradient = np.empty_like(point)
+        value, smooth = self.kernel(X, y, ends, point, slope_scale, *rest, gradient)
         return value, (smooth, gradient)
 
     def _states(self, fixed: np.ndarray) -> np.ndarray:
@@ -566,7 +577,8 @@ class _Search:
 class _ZbarSearch(_Search):
     """The joint tree of a Zbar variant: budgets priced, worst z per column (module docstring).
 
-    The dual point is (r, pi): the residuals, then the K prices, kept >= 0 by L-BFGS-B.
+    The dual point is (r, pi): the residuals, then the K prices in units of ``price_unit``, kept >= 0
+    by the climb.
     """
 
     def __init__(self, problem: SparseProblem, *args):
@@ -575,6 +587,9 @@ class _ZbarSearch(_Search):
         #: (lambda_zbar/2) P(c) for c = 0..K tasks on a column
         self.size_cost = problem.lambda_zbar / 2 * sizes * (K - sizes) / K
         self.n_residuals = sum(len(y) for y in problem.ys)
+        #: The prices' unit, ``PRICE_UNIT`` sqrt(F(0)) (1 where F(0) = 0, y = 0): r is in units of y and pi
+        #: in units of F (y^2), so without it the climb's path would change with the units of y.
+        self.price_unit = PRICE_UNIT * (np.sqrt(problem.objective(np.zeros((K, problem.n_features)))) or 1.0)
         #: L-BFGS-B's lower bounds on the dual point: the prices' 0
         self.point_floor = np.concatenate([np.full(self.n_residuals, -np.inf), np.zeros(K)])
         super().__init__(problem, *args)
@@ -586,10 +601,11 @@ class _ZbarSearch(_Search):
         weights = np.sort(self.weights(r), axis=1)
         s = self.problem.s
         prices = weights[:, -s - 1] if weights.shape[1] > s else np.zeros(len(weights))
-        return np.concatenate([r, prices])
+        return np.concatenate([r, prices / self.price_unit])
 
     def prices(self, point: np.ndarray) -> np.ndarray:
-        return np.maximum(point[self.n_residuals:], 0.0)
+        """(K,) pi >= 0 at the dual point."""
+        return np.maximum(point[self.n_residuals:], 0.0) * self.price_unit
 
     def stage(self, fixed: np.ndarray, point: np.ndarray, mu: float, best: list):
         """``_Search.stage`` by L-BFGS-B (``lbfgsb``), which keeps the prices >= 0: the deadline is
@@ -616,7 +632,7 @@ class _ZbarSearch(_Search):
         minima = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
         base, gradient = self._loss_part(point, z * v / lam)
-        gradient[self.n_residuals:] = z.sum(axis=1) - problem.s
+        gradient[self.n_residuals:] = (z.sum(axis=1) - problem.s) * self.price_unit
         budget = problem.s * prices.sum()
         return base - budget + minima.sum(), (base - budget + softminima.sum(), gradient)
 
@@ -780,15 +796,16 @@ class _SetSearch(_ZbarSearch):
         """(2^K,) each set's Zbar cost (lambda_zbar/2) P(|S|)."""
         return self.size_cost[self.set_sizes]
 
-    def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
-        """(D(r, pi), (D smoothed by a softmin over each column's sets, its gradient))
-        (``bnb_kernels.set_dual``)."""
-        gradient = np.empty_like(point)
-        value, smooth = bnb_kernels.set_dual(
-            self.X, self.y, self.ends, point, self.slope_scale, self.sets, self.set_cost, self.inverse,
-            self.coupling, self._of_node(fixed, self._allowed_sets), float(mu), int(self.problem.s),
-            _NEGLIGIBLE, gradient)
-        return value, (smooth, gradient)
+    #: D(r, pi) and D smoothed by a softmin over each column's sets, climbed in compiled code as trees
+    #: without prices are (``bnb_kernels.climb`` keeps the prices >= 0).
+    stage, dual, kernel = _Search.stage, _Search.dual, staticmethod(bnb_kernels.set_dual)
+
+    def _evaluation(self, fixed: np.ndarray, mu: float) -> tuple:
+        """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a
+        ``bnb_kernels.SETS``)."""
+        return (self.X, self.y, self.ends, self.slope_scale, float(self.price_unit), self.sets, self.set_cost,
+                self.inverse, self.coupling, self._of_node(fixed, self._allowed_sets), float(mu), int(self.problem.s),
+                _NEGLIGIBLE)
 
     def worst(self, fixed: np.ndarray, point: np.ndarray) -> np.ndarray:
         g, _ = self._conjugates(self._slopes(point))

@@ -1,11 +1,11 @@
-"""bnb's inner loop, compiled by numba: the climbs' dual evaluations, and the greedy trees' climbs.
+"""bnb's inner loop, compiled by numba: the climbs' dual evaluations, and the climbs themselves.
 
 A node's bound takes about a hundred evaluations of the smoothed dual, each two products of
 the tasks' designs with the residuals and a projection per budget row (``search_dual``) or a
 softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy spent most of
 an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled"); driving
-the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so a tree without
-prices climbs wholly here (``climb``).
+the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so the trees climb
+wholly here (``climb``, compiled once for each evaluation: ``SEARCH`` and ``SETS``).
 
 Nothing here decides a bound: the climb only looks for a good dual point, and ``_Search.safe_dual``
 (numpy, with its rounding-error terms) scores the point it keeps.  So the kernels may reassociate
@@ -13,7 +13,7 @@ sums (``FASTMATH``: vectorized loops), which changes only the last bits of the c
 
 The designs come stacked, ``X`` (n, p) and ``y`` (n,), task k's rows ``ends[k]:ends[k + 1]``;
 every array C-contiguous, float64 but ``ends`` (int64) and the node's ``states`` (int8).  The
-kernels are compiled for those types when this module is first imported (29 s measured, once per
+kernels are compiled for those types when this module is first imported (38 s measured, once per
 machine: numba caches them on disk), so no fit's time limit pays for a compilation.
 """
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.extending import overload
 
 #: Reassociation and fused multiply-adds only: no assumption that values are finite.
 FASTMATH = {"reassoc", "contract"}
@@ -129,13 +130,14 @@ def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
     return base - heaviest, base - (z * weights).sum() + mu / 2 * free_squares
 
 
-@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, _MATRIX, _VECTOR, types.float64, _VECTOR,
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, _MATRIX, _VECTOR, types.float64, _VECTOR,
         types.boolean[:, ::1], types.float64, types.int64, types.float64, _VECTOR)],
       cache=True, fastmath=FASTMATH)
-def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
+def set_dual(X, y, ends, point, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
              negligible, gradient):
     """``_SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
-    sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).
+    sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).  The point's
+    last K entries are the prices in units of ``price_unit``: pi = max(entry, 0) ``price_unit``.
 
     Column j's set S (a row of ``sets``, allowed by the node where ``allowed_sets``) costs
     sum_(k in S) pi_k + ``set_cost``_S - g_S(v_j), g_S(v) = ``inverse`` ||v_S||^2 + ``coupling``_S
@@ -145,7 +147,7 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
     K, p = slope_scale.shape
     n, n_sets = ends[-1], sets.shape[0]
     v = products(X, ends, point) * slope_scale
-    prices = np.maximum(point[n:], 0.0)
+    prices = np.maximum(point[n:], 0.0) * price_unit
     # by sets, each a loop along the columns: these vectorize, and exp runs only where it counts
     sums, squares, totals = np.zeros((n_sets, p)), np.zeros((n_sets, p)), np.empty((n_sets, p))
     least = np.full(p, np.inf)
@@ -182,7 +184,7 @@ def set_dual(X, y, ends, point, slope_scale, sets, set_cost, inverse, coupling, 
     slopes += z * v * (2 * inverse)
     base = loss_part(X, y, ends, point, slopes * (slope_scale != 0), gradient)
     for k in range(K):
-        gradient[n + k] = z[k].sum() - s
+        gradient[n + k] = (z[k].sum() - s) * price_unit
     budget = s * prices.sum()
     return base - budget + least.sum(), base - budget + (least - mu * np.log(mass)).sum()
 
@@ -196,32 +198,69 @@ def _kept(point, value, best_point, best_value):
     return best_value
 
 
-@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64,
-        types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)], cache=True, fastmath=FASTMATH)
-def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, least_gain, upper, best_point,
-          best_value):
-    """One smoothing stage of ``_Search.bound``: L-BFGS on minus ``search_dual``'s smoothed D from ``point``.
+#: The evaluations ``climb`` is compiled for: ``search_dual``'s arguments but the point and gradient,
+#: (X, y, ends, slope_scale, lam, mu, states, s), and ``set_dual``'s, (X, y, ends, slope_scale, price_unit,
+#: sets, set_cost, inverse, coupling, allowed_sets, mu, s, negligible).
+SEARCH = types.Tuple((_MATRIX, _VECTOR, _INDEX, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64))
+SETS = types.Tuple((_MATRIX, _VECTOR, _INDEX, _MATRIX, types.float64, _MATRIX, _VECTOR, types.float64, _VECTOR,
+                    types.boolean[:, ::1], types.float64, types.int64, types.float64))
+
+
+def _dual(evaluation, point, gradient):
+    """(D, smoothed D) at ``point``, the smoothed D's gradient written into ``gradient``: ``search_dual`` or
+    ``set_dual``, chosen by the type of ``evaluation`` when ``climb`` is compiled (a ``SEARCH`` or
+    ``SETS`` tuple).  Compiled code only."""
+    raise NotImplementedError("bnb_kernels._dual runs inside compiled code only")
+
+
+@overload(_dual)
+def _dual_of(evaluation, point, gradient):
+    if len(evaluation) == len(SEARCH):
+        def search(evaluation, point, gradient):
+            X, y, ends, slope_scale, lam, mu, states, s = evaluation
+            return search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient)
+        return search
+
+    def priced(evaluation, point, gradient):
+        X, y, ends, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu, s, negligible = evaluation
+        return set_dual(X, y, ends, point, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu,
+                        s, negligible, gradient)
+    return priced
+
+
+@njit([(kind, _VECTOR, types.int64, types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)
+       for kind in (SEARCH, SETS)], cache=True, fastmath=FASTMATH)
+def climb(evaluation, point, floor_from, maxiter, memory, least_gain, upper, best_point, best_value):
+    """One smoothing stage of ``_Search.bound``: L-BFGS on minus the smoothed D (``_dual``) from ``point``,
+    its entries from ``floor_from`` on (a priced tree's prices) kept >= 0.
 
     Returns (the last iterate, the best D seen, whether some D reached ``upper``: the node is pruned
     and the climb stopped there); a point whose D beats ``best_value`` is copied into ``best_point``.
     The line search bisects for a weak Wolfe step (sufficient decrease, and a slope no longer steep),
     doubling while the step is too short: backtracking alone never lengthens a step, and stopped
     climbs on small gains.  The smoothed -D is convex, so every pair's curvature s'y >= 0 (flat ones
-    are dropped); the first step is scaled to length 1, as L-BFGS-B's.  A stage stops after
+    are dropped); the first step is scaled to length 1, as L-BFGS-B's.  A price at 0 whose gradient
+    would take it below 0 is held there for the step; a trial step's prices are clipped at 0, and
+    such a step needs only sufficient decrease along the move it made.  A stage stops after
     ``maxiter`` iterations, once a step gains less than ``least_gain``, when 20 trial steps along a
     direction find no decrease, or at a zero gradient.
     """
     n = point.shape[0]
     steps, changes, rho, alpha = np.zeros((memory, n)), np.zeros((memory, n)), np.zeros(memory), np.zeros(memory)
     x, g, trial_g = point.copy(), np.empty(n), np.empty(n)
-    value, smooth = search_dual(X, y, ends, x, slope_scale, lam, mu, states, s, g)
+    x[floor_from:] = np.maximum(x[floor_from:], 0.0)
+    value, smooth = _dual(evaluation, x, g)
     best_value = _kept(x, value, best_point, best_value)
     if value >= upper:
         return x, best_value, True
     f, g = -smooth, -g
     stored, newest = 0, 0
     for _ in range(maxiter):
-        direction = -g   # the two-loop recursion: direction = -H g
+        free_g = g.copy()   # the gradient without the held prices
+        for i in range(floor_from, n):
+            if x[i] <= 0.0 and g[i] > 0.0:
+                free_g[i] = 0.0
+        direction = -free_g   # the two-loop recursion: direction = -H g
         for back in range(stored):
             i = (newest - back) % memory
             alpha[i] = rho[i] * np.dot(steps[i], direction)
@@ -231,24 +270,31 @@ def climb(X, y, ends, point, slope_scale, lam, mu, states, s, maxiter, memory, l
         for back in range(stored - 1, -1, -1):
             i = (newest - back) % memory
             direction += (alpha[i] - rho[i] * np.dot(changes[i], direction)) * steps[i]
-        slope = np.dot(g, direction)
+        for i in range(floor_from, n):
+            if x[i] <= 0.0 and g[i] > 0.0:
+                direction[i] = 0.0
+        slope = np.dot(free_g, direction)
         if not slope < 0:   # not a descent direction (rounding): restart from the gradient
-            direction, stored = -g, 0
-            slope = np.dot(g, direction)
+            direction, stored = -free_g, 0
+            slope = np.dot(free_g, direction)
             if not slope < 0:   # a zero (or NaN) gradient: the point is stationary, nothing to climb
                 break
         step = 1.0 if stored else min(1.0, 1.0 / np.sqrt(-slope))
         shorter, longer = 0.0, np.inf   # the weak Wolfe step lies between them
         for _ in range(20):
             trial = x + step * direction
-            value, smooth = search_dual(X, y, ends, trial, slope_scale, lam, mu, states, s, trial_g)
+            clipped = False
+            for i in range(floor_from, n):
+                if trial[i] < 0.0:
+                    trial[i], clipped = 0.0, True
+            value, smooth = _dual(evaluation, trial, trial_g)
             best_value = _kept(trial, value, best_point, best_value)
             if value >= upper:
                 return trial, best_value, True
-            descent = -smooth <= f + 1e-4 * step * slope
+            descent = -smooth <= f + 1e-4 * (np.dot(g, trial - x) if clipped else step * slope)
             if not descent:
                 longer = step
-            elif -np.dot(trial_g, direction) < 0.9 * slope:   # still steep: a longer step gains more
+            elif not clipped and -np.dot(trial_g, direction) < 0.9 * slope:   # still steep: a longer step gains more
                 shorter = step
             else:
                 break
