@@ -99,7 +99,8 @@ NODE_ITERATIONS = 1000
 STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
-#: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``_ZbarSearch.price_unit``).
+#: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``_ZbarSearch.price_unit``);
+#: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (BENCHMARKS.md, same section).
 PRICE_UNIT = 0.3
 #: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: the
 #: incumbent's F in ``_Search.stage``, max(|D|, 1) in the Zbar recursion's (L-BFGS-B's test).  (It was 1e-13:
@@ -126,7 +127,7 @@ _NEVER = -1e30
 #: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
 #: (its least set's weight), and each exp(-40) < 2^-57 is below its rounding error.  Most of a column's
 #: sets sit that far above its least once mu is small, so few exps are taken (BENCHMARKS.md, "The
-#: set kernel by sets").
+#: priced trees climb in compiled code, and their prices get a unit").
 _NEGLIGIBLE = -40.0
 
 
