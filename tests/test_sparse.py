@@ -59,9 +59,13 @@ def random_feasible(problem, rng):
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("seed", range(3))
 def test_objective_matches_a_naive_loop(variant, seed):
+    """F at one B, and at each B of a stack (``objectives``, which bnb ranks its removals with)."""
     problem, rng = random_problem(variant, seed, K=3, p=6, n=8)
     B = random_feasible(problem, rng)
     assert problem.objective(B) == pytest.approx(naive_objective(problem, B), rel=1e-12)
+    stack = np.array([random_feasible(problem, rng) for _ in range(4)])
+    naive = [naive_objective(problem, C) for C in stack]
+    assert problem.objectives(stack) == pytest.approx(naive, rel=1e-12)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -76,10 +76,11 @@ def _centered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return mean + shift, centred - shift
 
 
-def zbar_penalty(support: np.ndarray) -> float:
-    """sum_k ||z_k - z_bar||^2 for a (K, p) boolean support, via sum_j (S_j - S_j^2 / K)."""
-    counts = support.sum(axis=0).astype(float)
-    return float(np.sum(counts - counts**2 / support.shape[0]))
+def zbar_penalty(support: np.ndarray):
+    """sum_k ||z_k - z_bar||^2 for a (K, p) boolean support, via sum_j (S_j - S_j^2 / K); one per
+    support for a stack (..., K, p)."""
+    counts = support.sum(axis=-2).astype(float)
+    return np.sum(counts - counts**2 / support.shape[-2], axis=-1)
 
 
 @dataclass(frozen=True)
@@ -173,11 +174,17 @@ class SparseProblem:
     def objective(self, B: np.ndarray) -> float:
         """F at coefficients B (K, p) with optimal intercepts, in float64; constants kept (an
         included pair counts in the Zbar term even where its coefficient is 0)."""
-        loss = sum(np.sum((y - X @ b) ** 2) / (2 * len(y)) for X, y, b in zip(self.Xs, self.ys, B))
-        mean = B.mean(axis=0)
-        return float(loss + 0.5 * self.lambda_ridge * np.sum(B**2)
-                     + 0.5 * self.lambda_bbar * np.sum((B - mean) ** 2)
-                     + 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(B)))
+        return float(self.objectives(np.asarray(B, float)[None])[0])
+
+    def objectives(self, Bs: np.ndarray) -> np.ndarray:
+        """F at each of a stack of coefficients Bs (m, K, p), as ``objective``: the one statement
+        of F, evaluated for many B at once (bnb ranks a node's candidate removals this way)."""
+        loss = sum(np.sum((y - Bs[:, k] @ X.T) ** 2, axis=1) / (2 * len(y))
+                   for k, (X, y) in enumerate(zip(self.Xs, self.ys)))
+        mean = Bs.mean(axis=1, keepdims=True)
+        return (loss + 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
+                + 0.5 * self.lambda_bbar * np.sum((Bs - mean) ** 2, axis=(1, 2))
+                + 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(Bs)))
 
     def intercepts(self, B: np.ndarray) -> np.ndarray:
         """The optimal (unpenalized) intercepts for B."""

@@ -371,13 +371,11 @@ class _Search:
             pairs = np.array([np.unravel_index(np.argmax(weight), fixed.shape)])
         if self.problem.common_support:
             pairs = [(0, j) for j in np.unique(pairs[:, 1])]
-
-        def without(entry):
-            C = B.copy()
-            C[entry] = 0.0
-            return self.problem.objective(C)
-
-        entry = max((self._entry(k, j) for k, j in pairs), key=without)
+        entries = [self._entry(k, j) for k, j in pairs]
+        removals = np.repeat(B[None], len(entries), axis=0)
+        for removal, entry in zip(removals, entries):
+            removal[entry] = 0.0
+        entry = entries[int(np.argmax(self.problem.objectives(removals)))]
         children = []
         for value in (IN, OUT):
             child = fixed.copy()

@@ -5,7 +5,9 @@ the tasks' designs with the residuals and a projection per budget row (``search_
 softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy spent most of
 an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled"); driving
 the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so the trees climb
-wholly here (``climb``, compiled once for each evaluation: ``SEARCH`` and ``SETS``).
+wholly here (``climb``, compiled once for each evaluation: ``SEARCH`` and ``SETS``).  ``climb``
+releases the GIL, so that while this process climbs, ``bnb_pool``'s feeder thread can take the
+worker's bound and send it the next node: holding it left the worker idle until a climb ended.
 
 Nothing here decides a bound: the climb only looks for a good dual point, and ``_Search.safe_dual``
 (numpy, with its rounding-error terms) scores the point it keeps.  So the kernels may reassociate
@@ -229,7 +231,7 @@ def _dual_of(evaluation, point, gradient):
 
 
 @njit([(kind, _VECTOR, types.int64, types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)
-       for kind in (SEARCH, SETS)], cache=True, fastmath=FASTMATH)
+       for kind in (SEARCH, SETS)], cache=True, fastmath=FASTMATH, nogil=True)
 def climb(evaluation, point, floor_from, maxiter, memory, least_gain, upper, best_point, best_value):
     """One smoothing stage of ``_Search.bound``: L-BFGS on minus the smoothed D (``_dual``) from ``point``,
     its entries from ``floor_from`` on (a priced tree's prices) kept >= 0.
