@@ -179,12 +179,15 @@ class SparseProblem:
     def objectives(self, Bs: np.ndarray) -> np.ndarray:
         """F at each of a stack of coefficients Bs (m, K, p), as ``objective``: the one statement
         of F, evaluated for many B at once (bnb ranks a node's candidate removals this way)."""
-        loss = sum(np.sum((y - Bs[:, k] @ X.T) ** 2, axis=1) / (2 * len(y))
-                   for k, (X, y) in enumerate(zip(self.Xs, self.ys)))
-        mean = Bs.mean(axis=1, keepdims=True)
-        return (loss + 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
-                + 0.5 * self.lambda_bbar * np.sum((Bs - mean) ** 2, axis=(1, 2))
-                + 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(Bs)))
+        total = 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
+        for k, (X, y) in enumerate(zip(self.Xs, self.ys)):
+            residuals = y[:, None] - X @ Bs[:, k].T     # (n_k, m)
+            total += np.einsum("im,im->m", residuals, residuals) / (2 * len(y))
+        if self.lambda_bbar:
+            total += 0.5 * self.lambda_bbar * np.sum((Bs - Bs.mean(axis=1, keepdims=True)) ** 2, axis=(1, 2))
+        if self.lambda_zbar:
+            total += 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(Bs))
+        return total
 
     def intercepts(self, B: np.ndarray) -> np.ndarray:
         """The optimal (unpenalized) intercepts for B."""
