@@ -346,8 +346,8 @@ class _Search:
                 open_nodes.append((fixed, r))
             else:                                # a single support: solved exactly
                 self.offer(self.problem.refit(fixed == IN))
-        for (fixed, _), (bound, r_node, chosen) in zip(open_nodes, self.pool.bounds(self, open_nodes)):
-            self.offer(self.problem.refit(chosen))
+        for (fixed, _), (bound, r_node, greedy) in zip(open_nodes, self.pool.bounds(self, open_nodes)):
+            self.offer(greedy)
             if bound < self.upper:
                 heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
 
@@ -388,7 +388,8 @@ class _Search:
         return (slice(None), int(j)) if self.problem.common_support else (int(k), int(j))
 
     def bound(self, fixed: np.ndarray, r0: np.ndarray):
-        """(a proven bound, its residuals, its greedy support) for the node ``fixed``, from ``r0``.
+        """(a proven bound, its residuals, its greedy support refitted) for the node ``fixed``, from
+        ``r0`` (the refit here, not in ``push``: on the worker's core for the worker's nodes).
 
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
         chosen z moves continuously), with mu shrinking tenfold per stage; every point it
@@ -402,7 +403,7 @@ class _Search:
             r, pruned = self.stage(fixed, r, float(mu), best)
             if pruned or self.deadline.expired():
                 break
-        return self.safe_dual(fixed, best[1]), best[1], self.worst(fixed, best[1])
+        return self.safe_dual(fixed, best[1]), best[1], self.problem.refit(self.worst(fixed, best[1]))
 
     def stage(self, fixed: np.ndarray, point: np.ndarray, mu: float, best: list):
         """(the last point, whether D reached the incumbent) of one smoothing stage from ``point``, ``best``
