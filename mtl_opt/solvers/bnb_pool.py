@@ -5,9 +5,9 @@ Bounding a node (an L-BFGS climb of its dual) is nearly all of bnb's time, and a
 ``bnb.BATCH`` nodes into two children each.  This process bounds them from the front of the list, a
 joblib (loky) worker from the back, each taking the next as soon as it is done (a thread here hands
 the worker its nodes, while ``bnb_kernels.climb`` runs here without the GIL), so that neither waits
-while the other has work: a climb pruned early takes a fraction of one that is not.  All are bounded against the same incumbent, and their supports are
-offered only afterwards (``_Search.push``), so the tree, its bounds and its answer are the same on
-one core or two; only the time differs.
+while the other has work: a climb pruned early takes a fraction of one that is not.  All are bounded
+against the same incumbent, and their supports are offered only afterwards (``_Search.push``), so
+the tree, its bounds and its answer are the same on one core or two; only the time differs.
 
 The worker is a loky process (joblib's process executor, which handles start-up, crashes and
 shutdown), one per fit and shut down with it: not joblib's shared reusable executor, whose
