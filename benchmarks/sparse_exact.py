@@ -41,6 +41,11 @@ the certified optimum.  Sections:
    after the path certified is left blank, and "to 1e-4" is the wall time of the run that
    certified.  ``--paths`` chooses the paths here too (add ``bnb``: it runs where it accepts
    the variant).  The issue's frontier: ``--penalty lambda_ridge=0.01``, and ``--smtl-p 1000``.
+5. pooled (issue 22): the lambda_ridge = 0.1 bbar rows' pooled limit (lambda_bbar -> infinity,
+   one beta for all tasks: ``pooled_problem``), a plain K = 1 best-subset ridge problem with
+   n = 200 < p = 250, for bnb (``--checkpoints`` as in section 4) and OKRidge (held to 1e-4 on F,
+   at the longest checkpoint): what the best certified solvers reach on this simpler relative
+   of those rows (250 indicators instead of 1000).  ``--penalty`` and ``--seeds`` as in section 4.
 """
 
 from __future__ import annotations
@@ -212,6 +217,21 @@ def okridge_tree():
     return BNBTree
 
 
+def okridge_on_f(BNBTree, problem: SparseProblem, s: int, tol: float, time_limit: float):
+    """OKRidge on a K = 1 ``problem`` (centered, as our objective profiles the intercept; its lambda2
+    is n lambda_ridge), held to ``tol`` on its own cost 2n (F - ||y||^2 / 2n): (seconds, F at its
+    answer, its lower bound on F), or "failed: <exception>" when the third-party solver crashed."""
+    X, y = problem.Xs[0], problem.ys[0]
+    n = len(y)
+    start = time.perf_counter()
+    try:
+        tree = BNBTree(X, y, lambda2=n * problem.lambda_ridge, gap_tol=tol, max_memory_GB=8)
+        _, beta, _, bound, _ = tree.solve(s, gap_tol=tol, time_limit=time_limit)
+    except Exception as exc:   # report it and keep going
+        return f"failed: {type(exc).__name__}"
+    return time.perf_counter() - start, problem.objective(beta[None]), bound / (2 * n) + y @ y / (2 * n)
+
+
 def okridge_section(args):
     BNBTree = okridge_tree()
     if BNBTree is None:
@@ -226,21 +246,16 @@ def okridge_section(args):
         data = demo_data(p, 1, 500, snr=snr, seed=seed)
         n = data.n_total
         problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
-        X, y = problem.Xs[0], problem.ys[0]   # centered, as our objective profiles the intercept
-        half_yy = y @ y / (2 * n)             # OKRidge's cost is 2n (F - half_yy)
+        half_yy = problem.ys[0] @ problem.ys[0] / (2 * n)
         F = problem.objective(fit_bcd(problem)[0])
-        runs = []
+        runs, ok_time = [], float("nan")
         for tol in (REL_GAP, REL_GAP * F / (half_yy - F)):   # the ratio uses the second
-            start, ok_time = time.perf_counter(), float("nan")
-            try:
-                tree = BNBTree(X, y, lambda2=lambda2, gap_tol=tol, max_memory_GB=8)
-                tree.solve(5, gap_tol=tol, time_limit=args.time_limit)
-            except Exception as exc:   # report a crash of the third-party solver, keep going
-                runs.append(f"failed: {type(exc).__name__}")
+            okridge = okridge_on_f(BNBTree, problem, 5, tol, args.time_limit)
+            if isinstance(okridge, str):
+                runs.append(okridge)
                 continue
-            seconds = time.perf_counter() - start
-            runs.append(f"{seconds:.1f}" if seconds < args.time_limit else f"{seconds:.0f} (limit)")
-            ok_time = seconds
+            ok_time = okridge[0]
+            runs.append(f"{ok_time:.1f}" if ok_time < args.time_limit else f"{ok_time:.0f} (limit)")
         guarantee = REL_GAP * (half_yy - F) / F
         _, _, out = run_paths(problem, args.time_limit, ours, args.threads)
         best = min((e[0] for e in out.values() if e[1] == "optimal"), default=float("nan"))
@@ -290,6 +305,47 @@ def smtl(args):
                 gaps, certified = checkpoint_gaps(METHODS[name], problem, B, backend, limits, args.threads)
                 print(f"| {variant} | {penalties} | {seed} | {problem.objective(B):.6g} | {label} | "
                       + " | ".join(gaps) + f" | {certified} |", flush=True)
+
+
+def pooled_problem(seed: int, params: dict, p: int = 250) -> SparseProblem:
+    """The bbar row's pooled limit (lambda_bbar -> infinity: one beta for every task), a K = 1
+    best-subset ridge problem: ``smtl_problem("bbar", ...)``'s tasks stacked, rows weighted so that
+    its F at beta is the bbar row's F at (beta, ..., beta) over K."""
+    problem = smtl_problem("bbar", seed, params, p)
+    K, n = len(problem.ys), sum(len(y) for y in problem.ys)
+    weights = [np.sqrt(n / (K * len(y))) for y in problem.ys]
+    stacked = MultiTaskData([np.vstack([w * X for w, X in zip(weights, problem.Xs)])],
+                            [np.concatenate([w * y for w, y in zip(weights, problem.ys)])])
+    return SparseProblem.from_data(stacked, variant="l0l2", s=params["s"], lambda_ridge=params["lambda_ridge"],
+                                   fit_intercept=False)
+
+
+def pooled(args):
+    """Section 5: bnb and OKRidge on the bbar rows' pooled limit (``pooled_problem``)."""
+    BNBTree = okridge_tree()
+    limits = sorted(args.checkpoints)
+    params = {**SMTL_PARAMS["bbar"], **dict(args.penalty)}
+    print(f"\n## 5. The bbar rows' pooled limit: K=4 tasks of n_k=50 stacked, one beta (p={args.smtl_p}, "
+          f"{', '.join(f'{k}={v:g}' for k, v in params.items() if k != 'lambda_bbar')}; gap on F)\n")
+    print("| seed | bcd F | " + " | ".join(f"bnb at {t:g} s" for t in limits) + " | bnb to 1e-4 | "
+          + f"OKRidge at {limits[-1]:g} s | OKRidge F |")
+    print("|---" * (len(limits) + 5) + "|")
+    for seed in args.seeds:
+        problem = pooled_problem(seed, params, args.smtl_p)
+        B = fit_bcd(problem)[0]
+        F = problem.objective(B)
+        gaps, certified = checkpoint_gaps(METHODS["bnb"], problem, B, None, limits, args.threads)
+        half_yy = problem.ys[0] @ problem.ys[0] / (2 * len(problem.ys[0]))
+        okridge = ("not installed" if BNBTree is None
+                   else okridge_on_f(BNBTree, problem, params["s"], REL_GAP * F / (half_yy - F), limits[-1]))
+        if isinstance(okridge, str):
+            ok_cells = f"{okridge} | -"
+        else:
+            seconds, ok_f, ok_bound = okridge
+            gap = relative_gap(ok_f, max(ok_bound, 0.0))
+            stopped = f" (stopped at {seconds:.0f} s)" if seconds < limits[-1] else ""   # its memory cap
+            ok_cells = (f"{seconds:.1f} s" if gap <= REL_GAP else f"{100 * gap:.3g}%{stopped}") + f" | {ok_f:.6g}"
+        print(f"| {seed} | {F:.6g} | " + " | ".join(gaps) + f" | {certified} | {ok_cells} |", flush=True)
 
 
 def checkpoint_gaps(method, problem, B, backend, limits, threads=None):
@@ -346,7 +402,7 @@ def main(argv=None):
     parser.add_argument("--instance", type=grid_instance, action="append",
                         help="a grid row p,K,s,n_k,lambda_ridge (repeatable; replaces the grid)")
     parser.add_argument("--sections", nargs="+", default=["grid", "agreement", "okridge"],
-                        choices=["grid", "agreement", "okridge", "smtl"])
+                        choices=["grid", "agreement", "okridge", "smtl", "pooled"])
     parser.add_argument("--checkpoints", nargs="+", type=float, default=[10.0, 60.0],
                         help="smtl section: the time limits each path runs with (seconds)")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(5)),
@@ -366,7 +422,8 @@ def main(argv=None):
     print(f"# Exact sparse solvers; {platform.machine()}, Python {platform.python_version()}, "
           f"{time.strftime('%Y-%m-%d')}\n", flush=True)
     for section in args.sections:
-        {"grid": grid, "agreement": agreement, "okridge": okridge_section, "smtl": smtl}[section](args)
+        {"grid": grid, "agreement": agreement, "okridge": okridge_section, "smtl": smtl,
+         "pooled": pooled}[section](args)
 
 
 if __name__ == "__main__":
