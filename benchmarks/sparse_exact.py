@@ -217,6 +217,12 @@ def okridge_tree():
     return BNBTree
 
 
+def okridge_tolerance(problem: SparseProblem, F: float) -> float:
+    """The gap_tol on OKRidge's cost 2n (F - ||y||^2 / 2n) that is REL_GAP on F near F (K = 1, centered)."""
+    y = problem.ys[0]
+    return REL_GAP * F / (y @ y / (2 * len(y)) - F)
+
+
 def okridge_on_f(BNBTree, problem: SparseProblem, s: int, tol: float, time_limit: float):
     """OKRidge on a K = 1 ``problem`` (centered, as our objective profiles the intercept; its lambda2
     is n lambda_ridge), held to ``tol`` on its own cost 2n (F - ||y||^2 / 2n): (seconds, F at its
@@ -246,17 +252,16 @@ def okridge_section(args):
         data = demo_data(p, 1, 500, snr=snr, seed=seed)
         n = data.n_total
         problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
-        half_yy = problem.ys[0] @ problem.ys[0] / (2 * n)
         F = problem.objective(fit_bcd(problem)[0])
         runs, ok_time = [], float("nan")
-        for tol in (REL_GAP, REL_GAP * F / (half_yy - F)):   # the ratio uses the second
+        for tol in (REL_GAP, okridge_tolerance(problem, F)):   # the ratio uses the second
             okridge = okridge_on_f(BNBTree, problem, 5, tol, args.time_limit)
             if isinstance(okridge, str):
                 runs.append(okridge)
                 continue
             ok_time = okridge[0]
             runs.append(f"{ok_time:.1f}" if ok_time < args.time_limit else f"{ok_time:.0f} (limit)")
-        guarantee = REL_GAP * (half_yy - F) / F
+        guarantee = REL_GAP * REL_GAP / okridge_tolerance(problem, F)   # gap_tol REL_GAP, as a gap on F
         _, _, out = run_paths(problem, args.time_limit, ours, args.threads)
         best = min((e[0] for e in out.values() if e[1] == "optimal"), default=float("nan"))
         print(f"| {p} | {snr:g} | {lambda2:g} | {seed} | {runs[0]} | {guarantee:.1e} | {runs[1]} | "
@@ -335,9 +340,8 @@ def pooled(args):
         B = fit_bcd(problem)[0]
         F = problem.objective(B)
         gaps, certified = checkpoint_gaps(METHODS["bnb"], problem, B, None, limits, args.threads)
-        half_yy = problem.ys[0] @ problem.ys[0] / (2 * len(problem.ys[0]))
         okridge = ("not installed" if BNBTree is None
-                   else okridge_on_f(BNBTree, problem, params["s"], REL_GAP * F / (half_yy - F), limits[-1]))
+                   else okridge_on_f(BNBTree, problem, params["s"], okridge_tolerance(problem, F), limits[-1]))
         if isinstance(okridge, str):
             ok_cells = f"{okridge} | -"
         else:
