@@ -283,12 +283,16 @@ SMTL_PATHS = (("oa-highs", "oa_multi_tree", "highs"), ("oa-scip", "oa_single_tre
 
 
 def smtl_problem(variant: str, seed: int, params: dict, p: int = 250) -> SparseProblem:
-    """The training half of the paper's simulation, as ``SparseMTL`` (standardize, intercept) sees it,
-    with the penalties ``params`` (``SMTL_PARAMS[variant]``, or as ``--penalty`` changes them);
-    ``p`` other than the paper's 250 is for the frontier (``--smtl-p``)."""
+    """``smtl_data`` as ``SparseMTL`` (intercept) fits it, with the penalties ``params``
+    (``SMTL_PARAMS[variant]``, or as ``--penalty`` changes them); ``p`` other than the paper's 250
+    is for the frontier (``--smtl-p``)."""
+    return SparseProblem.from_data(smtl_data(seed, p), variant=variant, fit_intercept=True, **params)
+
+
+def smtl_data(seed: int, p: int = 250) -> MultiTaskData:
+    """The training half of the paper's simulation, standardized per task as ``SparseMTL`` does."""
     train, _ = smtl_simulation(p=p, K=4, n=50, s_true=10, q=14, seed=seed).data.train_test_split(0.5, seed)
-    scaled, _ = train.standardize(how="task", center=True, scale=True)
-    return SparseProblem.from_data(scaled, variant=variant, fit_intercept=True, **params)
+    return train.standardize(how="task", center=True, scale=True)[0]
 
 
 def smtl(args):
@@ -315,14 +319,12 @@ def smtl(args):
 def pooled_problem(seed: int, params: dict, p: int = 250) -> SparseProblem:
     """The bbar row's pooled limit (lambda_bbar -> infinity: one beta for every task), a K = 1
     best-subset ridge problem: ``smtl_problem("bbar", ...)``'s tasks stacked, rows weighted so that
-    its F at beta is the bbar row's F at (beta, ..., beta) over K."""
-    problem = smtl_problem("bbar", seed, params, p)
-    K, n = len(problem.ys), sum(len(y) for y in problem.ys)
-    weights = [np.sqrt(n / (K * len(y))) for y in problem.ys]
-    stacked = MultiTaskData([np.vstack([w * X for w, X in zip(weights, problem.Xs)])],
-                            [np.concatenate([w * y for w, y in zip(weights, problem.ys)])])
-    return SparseProblem.from_data(stacked, variant="l0l2", s=params["s"], lambda_ridge=params["lambda_ridge"],
-                                   fit_intercept=False)
+    its F at beta is the bbar row's F at (beta, ..., beta) over K (the tasks are centered already)."""
+    data = smtl_data(seed, p)
+    X, y, task = data.stacked()
+    weights = np.sqrt(len(y) / (data.n_tasks * data.n_samples))[task]
+    return SparseProblem.from_data(MultiTaskData([weights[:, None] * X], [weights * y]), variant="l0l2",
+                                   s=params["s"], lambda_ridge=params["lambda_ridge"], fit_intercept=False)
 
 
 def pooled(args):
