@@ -66,7 +66,7 @@ def test_final_status_follows_the_proven_gap(stop, bound):
     """Optimal exactly when a bound the guard keeps proves gap <= tolerance (objective 10,
     tolerance 0.01: 9.99 proves 0.001); else the budget that ran out, or for a converged run
     heuristic (no bound) / gap_limit (a wider one); infeasible and error stand."""
-    status = final_status(SolverRun(None, 10.0, bound, stop), 0.01)
+    status = final_status(SolverRun(None, 10.0, bound, stop, native={"bound": "none: a test"}), 0.01)
     kept = bound is not None and bound <= 10.0
     if stop in ("infeasible", "error"):
         assert status == stop

@@ -3,6 +3,9 @@ solved and certified, checked against independent enumerations and scipy on tiny
 
 from itertools import combinations, product
 
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -216,7 +219,7 @@ def test_molar_median_lp_with_a_bounded_center_matches_linprog():
     data = MultiTaskData(Xs, ys)
     est = MOLAR(sigma=1.0, algorithm="lp")
     spec = est.pyomo_model(data)
-    spec.model.z[1].setub(1.1 / spec.y_scale)             # the global coefficient of x0 <= 1.1
+    spec.model.z[1].setub((1.1 - spec.y_offset[1]) / spec.y_scale)   # the global coefficient of x0 <= 1.1
     est.fit(data, model=spec)
     local = np.array([np.linalg.lstsq(np.column_stack([np.ones(len(y)), X]), y, rcond=None)[0]
                       for X, y in zip(Xs, ys)])            # (M, d): intercept, x0, x1, x2
@@ -345,3 +348,161 @@ def test_armul_clustered_with_two_tasks_kept_apart_matches_the_partitions():
     assert free.labels_[0] == free.labels_[1] and free.result_.objective < optimum * (1 - 1e-3)
     assert abs(est.result_.objective - optimum) <= 1e-6 * optimum
     assert est.result_.lower_bound <= optimum * (1 + 1e-7)
+
+
+# --- issue 47: an edited model certifies only what was solved ---------------------------------
+
+TRANSFORMS = {"none": lambda y: y, "tiny": lambda y: 1e-6 * y, "shifted": lambda y: y + 1e9}
+
+
+def per_support_values(Xs, ys, s, ridge):
+    """[(z (K, p) bool, min over beta on z of F, that beta (K, p))] for l0l2 with intercepts
+    (centred), each support's ridge fit a dense solve: the table an edited objective is enumerated
+    over.  ``ridge``: a float, or a (K, p) array of each coefficient's own ridge weight."""
+    Xc = [X - X.mean(axis=0) for X in Xs]
+    yc = [y - y.mean() for y in ys]
+    K, p = len(Xs), Xs[0].shape[1]
+    ridge = np.broadcast_to(ridge, (K, p))
+    subsets = [c for size in range(s + 1) for c in combinations(range(p), size)]
+    per_task = []
+    for k, (X, y) in enumerate(zip(Xc, yc)):
+        n, values = len(y), {}
+        for cols in subsets:
+            A, weights = X[:, list(cols)], ridge[k, list(cols)]
+            b = np.linalg.solve(A.T @ A / n + np.diag(weights), A.T @ y / n) if cols else np.zeros(0)
+            values[cols] = (np.sum((y - A @ b) ** 2) / (2 * n) + weights @ b**2 / 2, b)
+        per_task.append(values)
+    table = []
+    for rows in product(subsets, repeat=K):
+        z, beta = np.zeros((K, p), bool), np.zeros((K, p))
+        for k, cols in enumerate(rows):
+            z[k, list(cols)] = True
+            beta[k, list(cols)] = per_task[k][cols][1]
+        table.append((z, sum(per_task[k][cols][0] for k, cols in enumerate(rows)), beta))
+    return table
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+def test_an_objective_edited_in_place_is_reported_as_the_edited_objective(transform):
+    """``obj.expr = obj.expr + 100 z[0, j]`` keeps the component but changes the problem: the result
+    names the edited objective, reports its value at the solution and a bound below the edited
+    problem's enumerated optimum (it once said ``optimal`` for F with a bound 2.2x F's minimum)."""
+    Xs, ys = tiny()
+    ys = [TRANSFORMS[transform](y) for y in ys]
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False,
+                    solve_options=SolveOptions(time_limit=30))
+    spec = est.pyomo_model(data)
+    m = spec.model
+    m.obj.expr = m.obj.expr + 100 * m.z[0, 0]
+    est.fit(data, model=spec)
+    result = est.result_
+    assert "edited" in result.objective_name
+    # the edited problem in model units: F / y_scale^2 + 100 z[0, 0]; the box is loose here
+    table = per_support_values(Xs, ys, S, RIDGE)
+    optimum = min(value / spec.objective_scale + 100 * z[0, 0] for z, value, _ in table)
+    assert result.lower_bound <= optimum * (1 + 1e-7)
+    assert result.objective == pytest.approx(pyo.value(m.obj), rel=1e-12)
+    assert result.objective == pytest.approx(optimum, rel=1e-5)
+    if result.status == "optimal":
+        assert result.objective - result.lower_bound <= 1e-6 * abs(result.objective) * 1.0001
+    assert not result.warnings
+    # the bound is the edited problem's, above F's own minimum
+    assert min(value for _, value, _ in table) / spec.objective_scale < result.lower_bound
+
+
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+@pytest.mark.parametrize("edit", ["delete", "deactivate_row", "rewrite_row", "relax_z", "delete_side"])
+def test_a_structural_row_removed_or_rewritten_is_refused_naming_it(edit, transform):
+    """The rows that enforce s (and the side constraints) are the estimator's claims: deleting,
+    deactivating or rewriting one, or relaxing z, is refused before any solve, naming it (it once
+    returned supports of 6 with s = 2 as a SparseMTL fit, ``optimal``)."""
+    Xs, ys = tiny()
+    data = MultiTaskData(Xs, [TRANSFORMS[transform](y) for y in ys])
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False,
+                    constraints=[{"kind": "exclude", "features": ["x1"]}],
+                    solve_options=SolveOptions(time_limit=30))
+    spec = est.pyomo_model(data)
+    m = spec.model
+    side = next(c.name for c in m.component_objects(pyo.Constraint)
+                if c.name not in ("cardinality", "fit", "eigen_fit", "upper", "lower", "perspective"))
+    name = {"delete": "cardinality", "deactivate_row": r"cardinality\[0\]", "rewrite_row": r"cardinality\[1\]",
+            "relax_z": r"z\[0,2\]", "delete_side": side}[edit]
+    if edit == "delete":
+        m.del_component(m.cardinality)
+    elif edit == "deactivate_row":
+        m.cardinality[0].deactivate()
+    elif edit == "rewrite_row":
+        m.cardinality[1].set_value(sum(m.z[1, j] for j in m.features) <= 5)
+    elif edit == "relax_z":
+        m.z[0, 2].domain = pyo.UnitInterval
+    else:
+        m.del_component(side)
+    with pytest.raises(InvalidParameterError, match=name):
+        est.fit(data, model=spec)
+    assert not hasattr(est, "result_")
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e9, 1e12])
+@pytest.mark.parametrize("transform", list(TRANSFORMS))
+def test_an_unedited_molar_spec_certifies_what_the_lp_path_certifies_at_any_offset(offset, transform):
+    """MOLAR's editable LP is centred per covariate as algorithm="lp" is: at intercepts of 1e6 to
+    1e12 the unedited spec returns the LP path's median, certified (it once returned 1.5x-577x the
+    optimum with a negative bound)."""
+    rng = np.random.default_rng(5)
+    Xs = [rng.normal(size=(10 + 2 * m, 3)) for m in range(5)]
+    ys = [TRANSFORMS[transform](X @ np.array([1.0 + 0.2 * m, -1.0, 0.5]) + offset * (1 + 0.01 * m)
+                                + 0.1 * rng.normal(size=len(X)))
+          for m, X in enumerate(Xs)]
+    data = MultiTaskData(Xs, ys)
+    reference = MOLAR(sigma=1.0, algorithm="lp").fit(data).result_
+    est = MOLAR(sigma=1.0, algorithm="lp")
+    est.fit(data, model=est.pyomo_model(data))
+    result = est.result_
+    assert result.status == reference.status == "optimal"
+    assert result.objective == pytest.approx(reference.objective, rel=1e-9)
+    assert result.lower_bound <= result.objective
+    assert np.allclose(est.global_coef_, MOLAR(sigma=1.0).fit(data).global_coef_, rtol=1e-9, atol=1e-9 * offset)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 4), st.floats(-0.5, 0.5),
+                          st.floats(0.0, 2.0)), min_size=1, max_size=3),
+       st.sampled_from(list(TRANSFORMS)))
+def test_random_objective_edits_report_the_edited_objective_and_a_bound_below_its_optimum(terms, transform):
+    """Random edits of the objective in place (c z[k, j] + q beta[k, j]^2 on random pairs): the
+    reported objective is the edited objective's value at the estimate, and the bound is below the
+    edited problem's enumerated optimum (c shifts a support's value; q beta_model^2 = q beta^2 /
+    y_scale^2 adds 2 q to the pair's ridge weight in F / y_scale^2)."""
+    Xs, ys = tiny(K=2, n=10)
+    ys = [TRANSFORMS[transform](y) for y in ys]
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, standardize=False,
+                    solve_options=SolveOptions(time_limit=30))
+    spec = est.pyomo_model(data)
+    m, root = spec.model, spec.y_scale
+    linear, quadratic = np.zeros((2, 5)), np.zeros((2, 5))
+    for k, j, c, q in terms:
+        linear[k, j] += c
+        quadratic[k, j] += q
+    m.obj.expr = m.obj.expr + sum(linear[k, j] * m.z[k, j] + quadratic[k, j] * m.beta[k, j] ** 2
+                                  for k in range(2) for j in range(5) if linear[k, j] or quadratic[k, j])
+    # the edited problem in data units: F with ridge RIDGE + 2 q on each pair, plus c z in model units
+    table = per_support_values(Xs, ys, S, RIDGE + 2 * quadratic)
+    scores = [value / spec.objective_scale + np.sum(linear * z) for z, value, _ in table]
+    best = int(np.argmin(scores))
+    box = np.array([[m.beta[k, j].ub for j in range(5)] for k in range(2)]) * root
+    assume(np.all(np.abs(table[best][2]) <= box))   # the model's Big-M box holds the edited optimum
+    est.fit(data, model=spec)
+    result = est.result_
+    B, z = est.coef_, est.support_
+    problem = est._problem(data)[0]
+    edited = (problem.objective(B, z) + np.sum(quadratic * B**2)) / spec.objective_scale + np.sum(linear * z)
+    # an edit that adds nothing (Pyomo returns the same expression) leaves the model's own objective,
+    # reported as F on the data's scale
+    own = result.objective_name == "the model's own objective"
+    assert own == (not linear.any() and not quadratic.any())
+    factor = spec.objective_scale if own else 1.0
+    assert result.objective == pytest.approx(edited * factor, rel=1e-6, abs=1e-9 * factor)
+    assert result.lower_bound <= (scores[best] + 1e-7 * abs(scores[best]) + 1e-12) * factor
+    assert not result.warnings

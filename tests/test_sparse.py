@@ -180,7 +180,9 @@ def test_bcd_result_admits_no_improving_single_swap(variant, seed):
 
 
 def brute_force_optimum(problem):
-    """Enumerate supports: size <= s with a Zbar term, else exactly s (a superset never costs more)."""
+    """Enumerate supports z (the MIP definition: beta free on z, 0 off it; z counts in the Zbar
+    term even where the refit's coefficient is 0): size <= s with a Zbar term, else exactly s (a
+    superset never costs more)."""
     K, p, s = problem.n_tasks, problem.n_features, problem.s
     sizes = range(s + 1) if problem.lambda_zbar else [s]
     supports = [c for r in sizes for c in itertools.combinations(range(p), r)]
@@ -192,9 +194,9 @@ def brute_force_optimum(problem):
         return m
 
     if problem.common_support:
-        return min(problem.objective(problem.refit(mask([c] * K))) for c in supports)
+        return min(problem.objective(problem.refit(mask([c] * K)), mask([c] * K)) for c in supports)
     if problem.lambda_bbar:
-        return min(problem.objective(problem.refit(mask(rows)))
+        return min(problem.objective(problem.refit(mask(rows)), mask(rows))
                    for rows in itertools.product(supports, repeat=K))
     # no Bbar: the continuous parts decouple, so refit each task once per support
     single = []

@@ -56,7 +56,8 @@ class _Baseline(GLMTasks):
         run = self._restored(run)
         solved = SolverRun(run, run.objective, run.lower_bound, "converged", run.log,
                            {"solver": "newton (mtl_opt)", "solver_version": __version__,
-                            "bound": "dual feasible point from the gradients"})
+                            "bound": "dual feasible point from the gradients" if run.lower_bound is not None
+                            else "none: no dual bound without a convex coupling (a heuristic)"})
         return self._result(data, solved, rel_gap=GLM_REL_GAP, algorithm=self.algorithm_name,
                             backend=None, extra=run.extra)
 

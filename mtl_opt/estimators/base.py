@@ -22,9 +22,9 @@ from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..deadline import Deadline
 from ..result import FitResult
-from ..solvers.method import final_status
+from ..solvers.method import NO_BOUND, final_status
 from ..solvers.options import SolveOptions
-from ..solvers.user_model import ModelSpec, solve_spec
+from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
 
@@ -163,6 +163,10 @@ class MTLEstimator:
             return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
                              task_names=list(data.task_names),
                              feature_names=list(data.feature_names), **shared)
+        if run.native["objective_name"] != OWN_OBJECTIVE:   # its bound is not on F's scale
+            run = dataclasses.replace(run, lower_bound=None, native={
+                **run.native, "bound": f"{NO_BOUND}: the edited objective's bound is reported"})
+        # the estimator's own result for the estimate; objective, bound and status are the run's
         return dataclasses.replace(spec.finish(run, options), **shared)
 
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:

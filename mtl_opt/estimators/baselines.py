@@ -9,7 +9,7 @@ from ..formulations.least_squares import build_least_squares_model, ols, roundin
 from ..identifiability import identified_columns
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
-from ..solvers.method import SolverRun, final_status
+from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.sparse_methods import normalizing_root
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, MTLEstimator
@@ -104,10 +104,11 @@ class PooledOLS(MTLEstimator):
 
 def _least_squares_result(method, data, coef, intercept, objective, lower, objective_name,
                           warnings=()):
+    source = "least-squares distance bound, safe in float64" if lower is not None else f"{NO_BOUND}: none given"
     return FitResult(
         method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
-        status=final_status(SolverRun(coef, objective, lower), LS_REL_GAP), objective_name=objective_name,
-        bound_source="least-squares distance bound, safe in float64", solver="numpy/scipy",
+        status=final_status(SolverRun(coef, objective, lower, native={"bound": source}), LS_REL_GAP),
+        objective_name=objective_name, bound_source=source, solver="numpy/scipy",
         algorithm="ols", backend=None,
         solver_version=np.__version__, task_names=list(data.task_names),
         feature_names=list(data.feature_names), warnings=list(warnings))

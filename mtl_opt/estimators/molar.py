@@ -176,18 +176,20 @@ class MOLAR(MTLEstimator):
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The weighted-median LP (``formulations.molar.build_median_lp``) of the per-task fits,
-        every value divided by one power of 2 (so a homogeneous row needs no conversion)."""
+        in the frame ``algorithm="lp"`` solves in (``MedianFrame.of``: each covariate centred, so
+        the solver's absolute tolerances act on the spread, not on a common level such as an
+        intercept of 1e9), with one power-of-2 scale for all covariates (so a homogeneous row of
+        differences needs no conversion): z[k] = (coefficient k - y_offset[k]) / y_scale."""
         fits, sigma = self._local_fits(data)
         problem = median_problem(fits, data.n_samples / sigma**2)
-        scale, weight_scale = (float(formulation.power_of_two_above(np.max(np.abs(a))))
-                               for a in problem)
-        frame = formulation.MedianFrame(np.zeros(problem.values.shape[1]),
-                                        np.full(problem.values.shape[1], scale), weight_scale)
+        frame = formulation.MedianFrame.of(*problem)
+        scale = float(np.max(frame.scale))
+        frame = frame._replace(scale=np.full_like(frame.scale, scale))
         model = formulation.build_median_lp(*frame.to_unit(*problem))
         names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         components = {
             "covariates": f"indices 0..{len(names) - 1} of the stacked coefficients ({', '.join(names)})",
-            "z": f"z[k]: the global (median) coefficient k / {scale:g} (y_scale)",
+            "z": f"z[k]: (the global (median) coefficient k - y_offset[k]) / {scale:g} (y_scale)",
             "dev": "dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it",
             "entries": "the (m, k) of positive weight (task m fits coefficient k)",
             "obj": f"sum_mk w_mk dev[m, k] with w_mk = n_m / sigma_m^2 / {frame.weight_scale:g}",
@@ -202,8 +204,10 @@ class MOLAR(MTLEstimator):
             model, "highs", "lp", components, *self._spec_key(data),
             decode=lambda solved: frame.z_from_unit(indexed_values(solved, "z", len(names))),
             objective=problem.objective, finish=finish,
-            objective_scale=frame.weight_scale * scale, y_scale=scale,
-            notes=f"b_mk (task m's OLS coefficient k) is divided by {scale:g}; the thresholding "
+            objective_scale=frame.weight_scale * scale, y_scale=scale, y_offset=frame.centre,
+            notes=f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
+                  f"y_offset = {np.array2string(frame.centre, precision=6)}: a bound c on "
+                  f"coefficient k is z[k] <= (c - y_offset[k]) / y_scale; the thresholding "
                   f"toward the global coefficient follows the solve as in MOLAR.")
 
     def _molar_result(self, data, fit: MolarFit, options, log, algorithm, backend) -> FitResult:

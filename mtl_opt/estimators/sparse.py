@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import warnings
 
 import numpy as np
@@ -279,15 +281,18 @@ class SparseMTL(MTLEstimator):
         def decode(solved):
             beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
                        for name in ("beta", "z"))
-            return np.where(z > 0.5, beta, 0.0) * root
+            return np.where(z > 0.5, beta, 0.0) * root, z > 0.5
 
         def finish(run, options):
             self.n_iter_ = n_iter
-            return self._result(problem, scaler, std_data, run, METHODS["miqp"], "scip", options)
+            B, z = run.estimate
+            return self._result(problem, scaler, std_data, dataclasses.replace(run, estimate=B, support=z),
+                                METHODS["miqp"], "scip", options)
 
         return ModelSpec(
             model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
-            objective=problem.objective, finish=finish, objective_scale=root**2, y_scale=root,
+            objective=lambda estimate: problem.objective(*estimate), finish=finish,
+            objective_scale=root**2, y_scale=root,
             widen=lambda solved, level: widen_miqp_box(solved, twin, level), unboxed=unboxed_miqp,
             bound_cap=model.big_m_level,
             notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
@@ -315,13 +320,14 @@ class SparseMTL(MTLEstimator):
         """The FitResult of ``run`` (of ``method`` on ``backend``, None: its default) on the
         fitted scale."""
         B = run.estimate
+        z = problem.indicators(B, run.support)   # the model's z: the support F was evaluated at
         intercept = problem.intercepts(B)
         coef, intercept_orig = (scaler.coef_to_original(B, intercept) if scaler
                                 else (B.copy(), intercept))
-        self.support_ = coef != 0
+        self.support_ = z
         return FitResult(
             method=self.method, coef=coef, intercept=intercept_orig,
-            objective=problem.objective(B), lower_bound=run.lower_bound,
+            objective=problem.objective(B, z), lower_bound=run.lower_bound,
             status=final_status(run, options.rel_gap),
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
             bound_source=run.native.get("bound"),
@@ -329,4 +335,4 @@ class SparseMTL(MTLEstimator):
             algorithm=method.name, backend=method.backend_for(backend),
             solver_version=run.native["solver_version"], log=run.log, native=run.native,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
-            extra={"coef_fitted": B, "n_iter": self.n_iter_})
+            extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})

@@ -6,8 +6,18 @@ For tasks k = 1..K with n_k samples, coefficients beta_k in R^p, intercepts b_k:
         + (lambda_ridge/2) sum_k ||beta_k||^2
         + (lambda_bbar/2)  sum_k ||beta_k - beta_bar||^2
         + (lambda_zbar/2)  sum_k ||z_k - z_bar||^2
-    subject to ||beta_k||_0 <= s,  z_k = 1(beta_k != 0),
+    over beta and binary z, subject to
+    sum_j z_jk <= s,  beta_jk = 0 where z_jk = 0,
     beta_bar = mean_k beta_k,  z_bar = mean_k z_k.
+
+This is the one definition every path solves (bcd, outer approximation, the MIQP, bnb, the
+brute-force references of the tests): z is a decision variable, and z_jk = 1 with beta_jk = 0 is
+allowed (the paper's z >= 1(beta != 0)).  The two readings differ only in the Zbar term and only
+where an optimal coefficient is exactly 0 on a support its neighbours share (a task whose y is 0
+after centring, say): with z = 1(beta != 0) the infimum is approached by tiny coefficients and not
+attained; here it is attained with beta = 0, z = 1.  So an estimate is a pair (B, z): the
+objective takes z (``SparseProblem.objective(B, z)``; without z, the least z = B != 0 or included)
+and estimators report it as ``support_``.
 
 Intercepts are unpenalized, so they are profiled out exactly by centering
 each task's X and y (b_k = mean(y_k) - mean(X_k) beta_k); ``SparseProblem``
@@ -171,14 +181,17 @@ class SparseProblem:
     def common_support(self) -> bool:
         return VARIANTS[self.variant][0]
 
-    def objective(self, B: np.ndarray) -> float:
-        """F at coefficients B (K, p) with optimal intercepts, in float64; constants kept (an
-        included pair counts in the Zbar term even where its coefficient is 0)."""
-        return float(self.objectives(np.asarray(B, float)[None])[0])
+    def objective(self, B: np.ndarray, z: np.ndarray | None = None) -> float:
+        """F at coefficients B (K, p) and indicators z (K, p) bool, with optimal intercepts, in
+        float64; constants kept.  z counts in the Zbar term as given, joined with B's nonzeros and
+        the included pairs (``indicators``); None: those alone, the least z at B."""
+        Zs = None if z is None else np.asarray(z, bool)[None]
+        return float(self.objectives(np.asarray(B, float)[None], Zs)[0])
 
-    def objectives(self, Bs: np.ndarray) -> np.ndarray:
-        """F at each of a stack of coefficients Bs (m, K, p), as ``objective``: the one statement
-        of F, evaluated for many B at once (bnb ranks a node's candidate removals this way)."""
+    def objectives(self, Bs: np.ndarray, Zs: np.ndarray | None = None) -> np.ndarray:
+        """F at each of a stack of coefficients Bs (m, K, p) and indicators Zs (m, K, p) (None: the
+        least), as ``objective``: the one statement of F, evaluated for many B at once (bnb ranks a
+        node's candidate removals this way)."""
         total = 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
         for k, (X, y) in enumerate(zip(self.Xs, self.ys)):
             residuals = y[:, None] - X @ Bs[:, k].T     # (n_k, m)
@@ -186,7 +199,7 @@ class SparseProblem:
         if self.lambda_bbar:
             total += 0.5 * self.lambda_bbar * np.sum((Bs - Bs.mean(axis=1, keepdims=True)) ** 2, axis=(1, 2))
         if self.lambda_zbar:
-            total += 0.5 * self.lambda_zbar * zbar_penalty(self.side.support(Bs))
+            total += 0.5 * self.lambda_zbar * zbar_penalty(self.indicators(Bs, Zs))
         return total
 
     def intercepts(self, B: np.ndarray) -> np.ndarray:
@@ -198,33 +211,67 @@ class SparseProblem:
         """(K, p) bool: the pairs whose coefficient may be non-zero (not ``excluded``)."""
         return ~self.excluded
 
-    def feasible(self, B: np.ndarray) -> bool:
-        """||beta_k||_0 <= s for every task; for cs_* variants all tasks within one set of <= s
-        features; no excluded pair non-zero; the side constraints hold (bounds exactly; an included
-        pair counts in the support).
+    def feasible(self, B: np.ndarray, z: np.ndarray | None = None) -> bool:
+        """Whether (B, z) is a point of the problem: at most s indicators per task (for cs_*
+        variants, one set of <= s columns for all tasks), no excluded pair non-zero, the side
+        constraints hold (bounds exactly, counts and includes on the indicators).  z as in
+        ``objective`` (None: the least z at B).
 
-        A task may hold an exact zero on the common set (a refit can give one on
-        degenerate data, and an excluded pair always does): the set, not each row's
-        nonzeros, is what is shared.
+        A task may hold an exact zero on its support (a refit can give one on degenerate data,
+        and an excluded pair always does): z, not each row's nonzeros, is the support.
         """
         if np.any((B != 0) & self.excluded):
             return False
-        support = self.side.support(B)
-        if self.side.active and (self.side.violation(B) > 0
-                                 or not self.side.support_ok(self.indicators(B))):
+        support = self.indicators(B, z)
+        if self.side.active and (self.side.violation(B) > 0 or not self.side.support_ok(support)):
             return False
         if self.common_support:
-            return int(support.any(axis=0).sum()) <= self.s
-        return bool(np.all(support.sum(axis=1) <= self.s))
+            return int(support.any(axis=-2).sum()) <= self.s
+        if np.any(support & self.excluded):
+            return False
+        return bool(np.all(support.sum(axis=-1) <= self.s))
 
-    def indicators(self, B: np.ndarray) -> np.ndarray:
-        """The exact models' z at B: B != 0 or included; for a shared support, every task's z on
-        each shared column (also where the task is excluded from it: its z is then the column's
-        indicator)."""
+    def indicators(self, B: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+        """The exact models' z at B (or at a stack of B): ``z`` (None: none) joined with B != 0 and
+        the included pairs; for a shared support, every task's z on each shared column (also where
+        the task is excluded from it: its z is then the column's indicator)."""
         support = self.side.support(B)
+        if z is not None:
+            support = support | np.asarray(z, bool)
         if self.common_support:
-            support[:] = support.any(axis=0)
+            support = np.broadcast_to(support.any(axis=-2, keepdims=True), support.shape).copy()
         return support
+
+    def completed(self, B: np.ndarray) -> np.ndarray:
+        """Indicators z >= ``indicators(B)`` with a Zbar term no larger: where more than half of
+        the tasks use a column, a task that does not and has room left in its budget takes it too
+        (z = 1, beta = 0), most used columns first.  Each such step lowers P(c) = c (K - c) / K
+        (P(c + 1) - P(c) = (K - 2c - 1) / K < 0 for c > (K - 1) / 2), and the loss, ridge and Bbar
+        terms do not see z.  Returned unchanged without a Zbar term, with a shared support, or
+        where side constraints count supports (the step could break a count)."""
+        support = self.indicators(B)
+        if not self.lambda_zbar or self.common_support or self.side.counts or self.side.shared:
+            return support
+        K = self.n_tasks
+        room = self.s - support.sum(axis=1)
+        counts = support.sum(axis=0)
+        for j in np.argsort(-counts, kind="stable"):
+            for k in range(K):
+                if counts[j] <= (K - 1) / 2:
+                    break
+                if not support[k, j] and room[k] > 0 and not self.excluded[k, j]:
+                    support[k, j], room[k], counts[j] = True, room[k] - 1, counts[j] + 1
+        return support
+
+    def completed_point(self, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(B', z): z = ``completed(B)``, and B' the refit on z where that lowers F (z's new pairs
+        are free coefficients there), else B.  Not refitted under bounds on the coefficients, which
+        the refit ignores."""
+        z = self.completed(B)
+        if self.side.bounded or np.array_equal(z, self.indicators(B)):
+            return B, z
+        refit = self.refit(z)
+        return (refit, z) if self.objective(refit, z) < self.objective(B, z) else (B, z)
 
     def refit(self, support: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
         """The exact minimizer of F's continuous part with supports fixed (K, p) bool.

@@ -78,7 +78,8 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
         run = prox.lowrank_armul(armul, k, anchors, rel_gap=options.rel_gap, deadline=deadline)
     return SolverRun(run, run.objective, run.lower_bound, run.status, run.log,
                      {"solver": "prox (mtl_opt)", "solver_version": __version__,
-                      "bound": "dual feasible point from the iterate"})
+                      "bound": "dual feasible point from the iterate" if run.lower_bound is not None
+                      else f"none: {problem.structure} ARMUL by alternating prox is a heuristic"})
 
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,

@@ -155,7 +155,8 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     if not problem.feasible(np.zeros(incumbent.shape)):   # in scope: more includes than s allows
         return SolverRun(incumbent, problem.objective(incumbent), None, "infeasible",
                          [], {"solver": "mtl_opt", "solver_version": __version__,
-                              "why": "the included features exceed s"})
+                              "why": "the included features exceed s",
+                              "bound": "none: infeasible"})
     deadline = deadline or Deadline(options.time_limit)
     if problem.common_support or problem.lambda_zbar or problem.lambda_bbar:
         parts = [(problem, incumbent)]
@@ -190,11 +191,11 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
         pool.close()
     record()
     row = log[-1]
-    B = np.vstack([s.best for s in searches])
-    return SolverRun(B, problem.objective(B), row["lower_bound"], stop, log,
+    B, z = np.vstack([s.best for s in searches]), np.vstack([s.best_z for s in searches])
+    return SolverRun(B, problem.objective(B, z), row["lower_bound"], stop, log,
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["cuts"],
-                       "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs})
+                       "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs}, z)
 
 
 def refusal(problem: SparseProblem) -> str | None:
@@ -251,8 +252,9 @@ class _Search:
         self.slope_scale = problem.allowed / np.diff(self.ends)[:, None]
         self._node_memo = (None, {})
         self.heap, self.counter = [], itertools.count()
-        self.best, self.upper = None, np.inf
-        self.offer(problem.refit(problem.side.support(incumbent)))
+        self.best, self.best_z, self.upper = None, None, np.inf
+        start = problem.completed(incumbent)
+        self.offer(problem.refit(start), start)
         if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
             root = np.full(incumbent.shape, FREE, dtype=np.int8)
             if not problem.common_support:   # a shared column's z is not a pair's: weights only
@@ -296,7 +298,7 @@ class _Search:
             if self.screening:
                 fixed = self.screen(fixed, r)
             if fixed is not None and not (fixed == FREE).any():
-                self.offer(self.problem.refit(fixed == IN))
+                self.offer(self.problem.refit(fixed == IN), fixed == IN)
             elif fixed is not None:
                 children += [(child, r) for child in self.branch(fixed, r)]
         self.push(children)
@@ -325,13 +327,15 @@ class _Search:
         fixed[(count >= self.problem.s)[:, None] & (fixed == FREE)] = OUT
         return fixed
 
-    def offer(self, B: np.ndarray) -> None:
-        """Keep B if it is better, and feasible (an incumbent handed in may miss an include)."""
-        if self.problem.side.active and not self.problem.feasible(B):
+    def offer(self, B: np.ndarray, z: np.ndarray) -> None:
+        """Keep (B, z) if it is better, and feasible (an incumbent handed in may miss an include).
+        z is the support B was refitted on: a leaf's or a greedy support, whose refit may hold
+        exact zeros that still count as z = 1 in the Zbar term (``formulations.sparse``)."""
+        if self.problem.side.active and not self.problem.feasible(B, z):
             return
-        value = self.problem.objective(B)
+        value = self.problem.objective(B, z)
         if value < self.upper:
-            self.best, self.upper = B, value
+            self.best, self.best_z, self.upper = B, self.problem.indicators(B, z), value
 
     def push(self, nodes: list[tuple[np.ndarray, np.ndarray]]) -> None:
         """Bound the ``nodes`` (each with the dual point its climb starts from); keep those that may
@@ -345,16 +349,16 @@ class _Search:
             if (fixed == FREE).any():
                 open_nodes.append((fixed, r))
             else:                                # a single support: solved exactly
-                self.offer(self.problem.refit(fixed == IN))
+                self.offer(self.problem.refit(fixed == IN), fixed == IN)
         for (fixed, _), (bound, r_node, greedy) in zip(open_nodes, self.pool.bounds(self, open_nodes)):
-            self.offer(greedy)
+            self.offer(*greedy)
             if bound < self.upper:
                 heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
 
     def detached(self) -> _Search:
         """A copy that bounds nodes elsewhere (``bnb_pool``'s worker): no tree, no pool."""
         twin = copy.copy(self)
-        twin.heap, twin.counter, twin.best = [], None, None
+        twin.heap, twin.counter, twin.best, twin.best_z = [], None, None, None
         twin._node_memo = (None, {})   # its own: this one changes while the twin is sent
         twin.__dict__.pop("pool", None)
         return twin
@@ -388,7 +392,7 @@ class _Search:
         return (slice(None), int(j)) if self.problem.common_support else (int(k), int(j))
 
     def bound(self, fixed: np.ndarray, r0: np.ndarray):
-        """(a proven bound, its residuals, its greedy support refitted) for the node ``fixed``, from
+        """(a proven bound, its residuals, (its greedy support refitted, that support)) for the node ``fixed``, from
         ``r0`` (the refit here, not in ``push``: on the worker's core for the worker's nodes).
 
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
@@ -403,7 +407,8 @@ class _Search:
             r, pruned = self.stage(fixed, r, float(mu), best)
             if pruned or self.deadline.expired():
                 break
-        return self.safe_dual(fixed, best[1]), best[1], self.problem.refit(self.worst(fixed, best[1]))
+        greedy = self.worst(fixed, best[1])
+        return self.safe_dual(fixed, best[1]), best[1], (self.problem.refit(greedy), greedy)
 
     def stage(self, fixed: np.ndarray, point: np.ndarray, mu: float, best: list):
         """(the last point, whether D reached the incumbent) of one smoothing stage from ``point``, ``best``

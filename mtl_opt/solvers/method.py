@@ -31,12 +31,18 @@ STOPS = ("converged", "time_limit", "iteration_limit", "infeasible", "error")
 #: (time, lower_bound, incumbent).
 LOG_KEYS = ("iteration", "time", "lower_bound", "incumbent", "gap")
 
+#: How ``native["bound"]`` of a run without a lower bound starts (the reason follows).
+NO_BOUND = "none"
+
 
 @dataclass
 class SolverRun:
     """What a solve function returns: the estimate, its objective, a proven lower bound
-    (or None), why the run stopped (``STOPS``), its log (``LOG_KEYS``) and the native
-    figures of the solver (``native["solver"]`` and ``["solver_version"]`` name it)."""
+    (or None), why the run stopped (``STOPS``), its log (``LOG_KEYS``), the native
+    figures of the solver (``native["solver"]`` and ``["solver_version"]`` name it) and, for
+    an estimate with binary indicators (the sparse family's z), the indicators the objective
+    was evaluated at (None: the estimate's nonzeros).  A run without a bound says why in
+    ``native["bound"]``."""
 
     estimate: Any
     objective: float
@@ -44,10 +50,14 @@ class SolverRun:
     stop: str = "converged"
     log: list = field(default_factory=list)
     native: dict = field(default_factory=dict)
+    support: Any = None
 
     def __post_init__(self):
         if self.stop not in STOPS:
             raise ValueError(f"SolverRun.stop must be one of {STOPS}; got {self.stop!r}.")
+        if self.lower_bound is None and not str(self.native.get("bound") or "").startswith(NO_BOUND):
+            raise ValueError(f"a SolverRun without a lower bound says why in native['bound'] "
+                             f"('{NO_BOUND}: ...'); got {self.native.get('bound')!r}.")
 
 
 def stop_of(backend_status: str) -> str:

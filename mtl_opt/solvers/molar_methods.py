@@ -67,8 +67,8 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
                 f"try algorithm='closed_form' or another backend.")
         z = formulation.weighted_median(local, weights, axis=0)
         return SolverRun(z, problem.objective(z), None, "time_limit", [],
-                         {**native, "bound": None,
-                          "note": "the LP stopped before a solution; the estimate is the closed-form median"})
+                         {**native, "bound": "none: the LP stopped before a solution; the estimate "
+                                             "is the closed-form median"})
     M, d = local.shape
     z = frame.z_from_unit([model.z[k].value for k in range(d)])
     bounds = [_point_bound(problem, z)]

@@ -84,8 +84,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     best = feasible_start(problem, incumbent, backend, options, deadline)
     if isinstance(best, SolverRun):
         return best
+    best, best_z = problem.completed_point(best)
     master = initial_master(problem, incumbent, deadline)
-    upper = problem.objective(best)
+    upper = problem.objective(best, best_z)
     root = root_cuts(problem, master, backend, options, deadline=deadline)
     lower, stop, seen = max(root, default=-np.inf), "iteration_limit", set()
     log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
@@ -95,7 +96,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         if deadline.expired():
             stop = "time_limit"
             break
-        start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(problem.indicators(best))]
+        start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(best_z)]
         master_options = fitted_options(backend, options, user_options, master, upper).with_updates(
             rel_gap=options.rel_gap / 10)
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
@@ -108,9 +109,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             break
         support = master_support(master, best.shape)
         B = problem.refit(support)
-        value = problem.objective(B)
-        if value < upper and problem.feasible(B):   # a refit's exact 0 may break an at_least
-            best, upper = B, value
+        value = problem.objective(B, support)
+        if value < upper and problem.feasible(B, support):
+            best, best_z, upper = B, problem.indicators(B, support), value
         row = {"iteration": it, "lower_bound": lower, "incumbent": upper,
                "gap": relative_gap(upper, lower), "cuts": len(master.cuts),
                "time": time.perf_counter() - start, "master_status": run.native.get("status")}
@@ -126,9 +127,11 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             break
         seen.add(key)
         add_cut(master, perspective_cut(problem, B))
-    return SolverRun(best, upper, None if not np.isfinite(lower) else float(lower), stop, log,
-                      {"solver": backend.label, "solver_version": backend.version(),
-                       "master_status": log[-1]["master_status"]})
+    native = {"solver": backend.label, "solver_version": backend.version(),
+              "master_status": log[-1]["master_status"]}
+    if not np.isfinite(lower):
+        native["bound"] = f"none: stopped ({stop}) before the master had a dual bound"
+    return SolverRun(best, upper, float(lower) if np.isfinite(lower) else None, stop, log, native, best_z)
 
 
 def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
@@ -153,7 +156,8 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
             f"{run.status}); pass a feasible init, or loosen the constraints.")
     return SolverRun(incumbent, problem.objective(incumbent), None, run.status, [],
                      {"solver": backend.label, "solver_version": backend.version(),
-                      "why": f"the side constraints leave no support ({run.solver}: {run.status})"})
+                      "why": f"the side constraints leave no support ({run.solver}: {run.status})",
+                      "bound": "none: no feasible point"})
 
 
 def feasible_point(problem: SparseProblem, incumbent: np.ndarray) -> np.ndarray | None:
@@ -272,7 +276,8 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
     if isinstance(best, SolverRun):
         return best
-    model = _boxed_miqp(problem, best, perspective, deadline)
+    best, best_z = problem.completed_point(best)
+    model = _boxed_miqp(problem, best, perspective, deadline, best_z)
     upper, big_m = model.big_m_level, model.big_m
     # SCIP measures its gap on its own primal value, which its feasibility tolerance on the
     # perspective rows lets sit below F (``perspective_slack``): ask for a tenth of our gap, on
@@ -285,18 +290,20 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
     bound = None if run.bound is None else run.bound - margin
     if run.has_solution:
-        B = _decoded(problem, model)
-        value = problem.objective(B)
-        if value < upper and problem.feasible(B):
-            best, upper = B, value
+        B, z = _decoded(problem, model)
+        value = problem.objective(B, z)
+        if value < upper and problem.feasible(B, z):
+            best, best_z, upper = B, problem.indicators(B, z), value
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
     gap = relative_gap(upper, bound)
     stop = run.status if run.status in ("time_limit", "iteration_limit") else "converged"
     log = [{"iteration": 1, "lower_bound": bound, "incumbent": upper, "gap": gap,
             "big_m": big_m, "time": run.wall_time}]
-    return SolverRun(best, upper, bound, stop, log,
-                      {"solver": run.solver, "solver_version": run.solver_version, **run.native})
+    native = {"solver": run.solver, "solver_version": run.solver_version, **run.native}
+    if bound is None:
+        native["bound"] = f"none: {run.solver} stopped ({run.status}) before a dual bound"
+    return SolverRun(best, upper, bound, stop, log, native, best_z)
 
 
 def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteModel | None = None,
@@ -319,18 +326,19 @@ def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteMod
         **options.solver_options}))
 
 
-def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> np.ndarray:
-    """The solved MIQP's estimate: the refit of its support, or with bounds on the coefficients,
-    the better feasible one of that refit and the solver's coefficients (0 off its support)
+def _decoded(problem: SparseProblem, model: pyo.ConcreteModel) -> tuple[np.ndarray, np.ndarray]:
+    """The solved MIQP's estimate and its support z: the refit of z, or with bounds on the
+    coefficients, the better feasible one of that refit and the solver's coefficients (0 off z)
     clipped to the bounds, which its tolerances let them leave slightly."""
     support = master_support(model, (problem.n_tasks, problem.n_features))
     B = problem.refit(support)
     if not problem.side.bounded:
-        return B
+        return B, support
     beta = np.array([[pyo.value(model.beta[k, j]) for j in range(problem.n_features)]
                      for k in range(problem.n_tasks)])
     clipped = np.clip(np.where(support, beta, 0.0), problem.side.lower, problem.side.upper)
-    return min([C for C in (B, clipped) if problem.feasible(C)] or [clipped], key=problem.objective)
+    candidates = [C for C in (B, clipped) if problem.feasible(C, support)] or [clipped]
+    return min(candidates, key=lambda C: problem.objective(C, support)), support
 
 
 def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool = True) -> pyo.ConcreteModel:
@@ -346,10 +354,11 @@ def miqp_model(problem: SparseProblem, incumbent: np.ndarray, perspective: bool 
 
 
 def _boxed_miqp(problem: SparseProblem, best: np.ndarray, perspective: bool,
-                deadline: Deadline | None = None) -> pyo.ConcreteModel:
+                deadline: Deadline | None = None, support: np.ndarray | None = None) -> pyo.ConcreteModel:
     """``build_miqp`` with the M proven for every solution at least as good as the feasible point
-    ``best``, kept as ``model.big_m`` and that level F(best) as ``model.big_m_level``."""
-    level = problem.objective(best)
+    (``best``, ``support``), kept as ``model.big_m`` and that level F(best, support) as
+    ``model.big_m_level``."""
+    level = problem.objective(best, support)
     big_m = _proven_big_m(problem, level)
     model = build_miqp(problem, big_m, perspective, deadline=deadline)
     model.big_m, model.big_m_level = big_m, level

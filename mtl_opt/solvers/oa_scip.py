@@ -57,6 +57,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     best = feasible_start(problem, incumbent, backend, options, deadline)
     if isinstance(best, SolverRun):
         return best
+    best, best_z = problem.completed_point(best)
     master = initial_master(problem, incumbent, deadline)
     scip, z, eta = _native_master(master, problem, backend)
     handler = _CutHandler(problem, z, eta, master)
@@ -64,11 +65,11 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
     scip.addPyCons(scip.createCons(handler, "continuous_part", propagate=False))
-    options = fitted_options(backend, options, user_options, master, problem.objective(best)).with_updates(
+    options = fitted_options(backend, options, user_options, master, problem.objective(best, best_z)).with_updates(
         solver_options={"numerics/feastol": FEASTOL, **user_options})
     backend.set_options(scip, options)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
-    handler.offer(best)
+    handler.offer(best, best_z)
     handler.add_start()
     margin = functools.partial(dual_bound_margin, handler, backend.dual_tolerance(options))
     started = deadline.remaining() > 0
@@ -79,7 +80,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
     lower = _lower_bound(scip, margin()) if started else None
-    upper = problem.objective(handler.best)
+    upper = handler.upper
     raise_if_interrupted(backend.label, scip.getStatus())
     # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
     stop = stop_of(backend.STATUS.get(scip.getStatus(), "error")) if started else "time_limit"
@@ -87,10 +88,11 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
             "gap": relative_gap(upper, lower),
             "cuts": handler.n_cuts, "time": time.perf_counter() - start,
             "master_status": scip.getStatus()}]
-    return SolverRun(handler.best, upper, lower, stop, log,
-                      {"solver": "SCIP single-tree", "solver_version": backend.version(),
-                       "master_status": scip.getStatus(), "nodes": scip.getNNodes(),
-                       "cuts": handler.n_cuts})
+    native = {"solver": "SCIP single-tree", "solver_version": backend.version(),
+              "master_status": scip.getStatus(), "nodes": scip.getNNodes(), "cuts": handler.n_cuts}
+    if lower is None:
+        native["bound"] = f"none: SCIP stopped ({scip.getStatus()}) before a dual bound"
+    return SolverRun(handler.best, upper, lower, stop, log, native, handler.best_z)
 
 
 def _lower_bound(scip, margin: float) -> float | None:
@@ -148,23 +150,23 @@ class _CutHandler(Conshdlr):
 
     def __init__(self, problem: SparseProblem, z, eta, master: pyo.ConcreteModel):
         self.problem, self.z, self.eta = problem, z, eta
-        self.best, self.upper, self.n_cuts = None, np.inf, 0
+        self.best, self.best_z, self.upper, self.n_cuts = None, None, np.inf, 0
         # the master's columns and bounds, with this handler's cuts (``dual_bound_margin``)
         self.n_columns, self.largest_bound = master.n_columns, master.largest_bound
 
     # --- helpers -------------------------------------------------------------
 
-    def offer(self, B: np.ndarray) -> None:
-        """Keep B if it is feasible (SCIP also checks points that break other rows) and better."""
-        if not self.problem.feasible(B):
+    def offer(self, B: np.ndarray, z: np.ndarray) -> None:
+        """Keep (B, z) if it is feasible (SCIP also checks points that break other rows) and better."""
+        if not self.problem.feasible(B, z):
             return
-        value = self.problem.objective(B)
+        value = self.problem.objective(B, z)
         if value < self.upper:
-            self.best, self.upper = B, value
+            self.best, self.best_z, self.upper = B, self.problem.indicators(B, z), value
 
     def add_start(self) -> None:
         """The incumbent as a MIP start, eta at its exact continuous parts."""
-        support = self.problem.indicators(self.best)
+        support = self.best_z
         sol = self.model.createSol()
         for k, row in enumerate(self.z):
             for j, var in enumerate(row):
@@ -180,7 +182,7 @@ class _CutHandler(Conshdlr):
     def _cut(self, z: np.ndarray, integral: bool) -> Cut:
         if integral:
             B = self.problem.refit(z > 0.5)
-            self.offer(B)
+            self.offer(B, z > 0.5)
         else:
             support = z > FRACTIONAL_SUPPORT
             B = self.problem.refit(support, np.where(support, z, 1.0))

@@ -53,9 +53,11 @@ def _bnb_scope(problem: SparseProblem, backend) -> str | None:
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
     B, log, n_iter = fit_bcd(problem, incumbent, max_iter=max_iter, local_search=local_search,
                              deadline=deadline)
+    B, z = problem.completed_point(B)
     # cut short by the deadline, its best answer so far is not bcd's finished answer
-    return SolverRun(B, problem.objective(B), None, "time_limit" if cut_short(log) else "converged", log,
-                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter})
+    return SolverRun(B, problem.objective(B, z), None, "time_limit" if cut_short(log) else "converged", log,
+                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter,
+                      "bound": "none: bcd is a heuristic"}, z)
 
 
 def _oa(problem, incumbent, options, deadline, backend):
@@ -186,4 +188,4 @@ def unscaled(run: SolverRun, root: float) -> SolverRun:
         return value if value is None or key not in powers else value * root**powers[key]
     log = [{key: back(key, value) for key, value in row.items()} for row in run.log]
     return SolverRun(run.estimate * root, back("objective", run.objective),
-                     back("lower_bound", run.lower_bound), run.stop, log, dict(run.native))
+                     back("lower_bound", run.lower_bound), run.stop, log, dict(run.native), run.support)

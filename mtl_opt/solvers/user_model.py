@@ -5,10 +5,15 @@ that solves it and what each component is.  The user edits ``spec.model`` with p
 (adds constraints, fixes or bounds variables, replaces the objective); ``est.fit(data,
 model=spec)`` solves it with ``solve_spec`` (the one route back) and reports a usual FitResult.
 
-The objective reported: while the model's own objective (``spec.objective_component``) is the
-active one, the estimator's objective recomputed in float64 at the decoded estimate, on the
-scale the estimator reports it; if the user replaced it (exactly one other active objective), its
-``pyo.value`` at the solution, on the model's scale.  The bound: the backend's dual bound of the
+What is certified is what was solved.  The objective reported: while the model's own objective
+(``spec.objective_component``, with the expression and sense it was built with) is the active one,
+the estimator's objective recomputed in float64 at the decoded estimate, on the scale the
+estimator reports it; if the user replaced it (exactly one other active objective) or edited its
+expression or sense in place, the edited objective's ``pyo.value`` at the solution, on the model's
+scale, and ``objective_name`` says so.  The rows and variables the model was built with enforce
+the estimator's claims (s, the penalties' linearization, the side constraints): one deleted,
+deactivated or rewritten, or a binary variable relaxed, is refused before the solve, naming it
+(add rows, fix or bound variables instead).  The bound: the backend's dual bound of the
 edited model, lowered by the margin its dual-feasibility tolerance allows
 (``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
 with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
@@ -30,7 +35,7 @@ import pyomo.environ as pyo
 from ..errors import CapabilityError, InvalidParameterError
 from ..formulations.sparse import dual_bound_margin
 from .backends import pick_backend
-from .method import SolverRun, stop_of
+from .method import NO_BOUND, SolverRun, stop_of
 from .oa import exact_options, miqp_options
 
 #: How many times ``solve_spec`` widens a Big-M box (``ModelSpec.widen``) and solves again when
@@ -40,6 +45,8 @@ from .oa import exact_options, miqp_options
 WIDENINGS = 4
 #: How much an infeasible boxed model's level grows per widening (M grows by its square root).
 WIDENING_FACTOR = 16.0
+#: ``objective_name`` of a run on the model's own, unedited objective.
+OWN_OBJECTIVE = "the model's own objective"
 #: A continuous problem class -> its class with integer variables.
 _MIXED = {"lp": "milp", "qp": "miqp", "qcp": "miqcp", "nlp": "nlp"}
 
@@ -57,7 +64,9 @@ class ModelSpec:
     model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
     it; ``y_scale``: what the model's y was divided by (coefficients are in units of
     the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
-    need no conversion); the model's own objective is ``objective_component``, in units of
+    need no conversion); ``y_offset``: what was subtracted from the coefficients first (0 but for
+    MOLAR, whose median LP is centred per covariate: its z[k] is (coefficient k - y_offset[k]) /
+    y_scale); the model's own objective is ``objective_component``, in units of
     ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
     below which every solution lies in the model's variable bounds (a Big-M box), so the true
     optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
@@ -76,6 +85,7 @@ class ModelSpec:
     finish: Callable[..., Any] = field(repr=False)
     objective_scale: float = 1.0
     y_scale: float = 1.0
+    y_offset: Any = 0.0
     bound_cap: float | None = None
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     unboxed: Callable[[pyo.ConcreteModel], pyo.ConcreteModel] | None = field(default=None, repr=False)
@@ -83,6 +93,50 @@ class ModelSpec:
 
     def __post_init__(self):
         self.objective_component = _active_objective(self.model)
+        self.remember_structure()
+
+    def remember_structure(self) -> None:
+        """Record the model as it stands as the estimator's own: its objective's expression and
+        sense, every constraint row (its expression, active or not) and each variable's domain
+        (``check_structure`` compares the edited model with it)."""
+        objective = self.objective_component
+        self._objective_form = (objective.expr, objective.sense, _nargs(objective.expr))
+        self._rows = {component.name: (component, [(row, row.expr, row.active) for row in component.values()])
+                      for component in self.model.component_objects(pyo.Constraint, descend_into=True)}
+        self._domains = [(var, var.domain) for var in self.model.component_data_objects(pyo.Var)
+                         if not var.is_continuous()]
+
+    def objective_is_ours(self, objective) -> bool:
+        """Whether ``objective`` (the active one) is the model's own, unedited: the same component
+        with the expression and sense it was built with."""
+        expr, sense, nargs = self._objective_form
+        return (objective is self.objective_component and objective.expr is expr
+                and objective.sense == sense and _nargs(objective.expr) == nargs)
+
+    def check_structure(self) -> None:
+        """Refuse an edit that removes what enforces the estimator's claims: a built constraint
+        deleted, deactivated or rewritten, or an integer variable relaxed (adding rows, fixing or
+        bounding variables and replacing the objective are the protocol's edits)."""
+        for name, (component, rows) in self._rows.items():
+            if self.model.find_component(name) is not component:
+                raise InvalidParameterError(
+                    f"the edited model lost its constraint {name!r} ({self.components.get(name, 'built by the estimator')}): "
+                    f"it enforces part of the estimator's problem, which the result would claim; "
+                    f"keep it (add rows, fix or bound variables to restrict the model).")
+            for row, expr, active in rows:
+                if row.active != active or row.expr is not expr:
+                    what = "deactivated" if active and not row.active else "rewritten"
+                    raise InvalidParameterError(
+                        f"the edited model's row {row.name} was {what}: it enforces part of the "
+                        f"estimator's problem ({self.components.get(name, name)}), which the "
+                        f"result would claim; keep the estimator's rows as built (add rows of "
+                        f"your own instead).")
+        for var, domain in self._domains:
+            if var.domain is not domain:
+                raise InvalidParameterError(
+                    f"the edited model's variable {var.name} is no longer {domain} (now "
+                    f"{var.domain}): a relaxed model certifies nothing about the estimator's "
+                    f"problem; fix or bound it instead.")
 
     def describe(self) -> str:
         """What the model holds: its components (name, what it is, units), backend and notes."""
@@ -112,7 +166,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
     solution lies above the box's level or it has none inside (``WIDENINGS``).
     """
     objective = _active_objective(spec.model)
-    ours = objective is spec.objective_component
+    ours = spec.objective_is_ours(objective)
+    spec.check_structure()
     problem_class = _problem_class(spec.model)
     try:
         backend = pick_backend(problem_class, spec.backend)
@@ -135,15 +190,18 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
             level = WIDENING_FACTOR * spec.bound_cap
         spec.widen(spec.model, level)
         spec.bound_cap = level
+        spec.remember_structure()   # the widened box is the estimator's own
         out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
     native = {"solver": out.solver, "solver_version": out.solver_version,
               "backend_status": out.status, "problem_class": problem_class, **out.native,
               "bound": f"{out.solver}'s dual bound of the edited model, lowered by its "
                        f"dual-tolerance margin" + (", capped at the Big-M box's level" if boxed else ""),
-              "objective_name": "the model's own objective" if ours
-              else f"user objective {objective.name!r} (model scale)"}
+              "objective_name": OWN_OBJECTIVE if ours
+              else f"user objective {objective.name!r} (model scale)" if objective is not spec.objective_component
+              else f"the model's objective {objective.name!r} as edited (model scale)"}
     stop = stop_of(out.status)
     if not out.has_solution:
+        native["bound"] = f"{NO_BOUND}: {out.solver} found no solution ({out.status})"
         if out.status == "infeasible" and boxed:   # proven only inside the box, unless ...
             if _contradictory(spec, backend, tuned, deadline):
                 native["infeasible"] = ("proven without the Big-M box: the rows contradict each "
@@ -157,6 +215,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                          else stop if stop != "converged" else "error", [], native)
     margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
     bound = None if out.bound is None else out.bound - margin
+    if bound is None:
+        native["bound"] = f"{NO_BOUND}: {out.solver} stopped ({out.status}) without a dual bound"
     estimate = spec.decode(spec.model)
     if not ours:
         return SolverRun(estimate, float(pyo.value(objective)), bound, stop, [], native)
@@ -164,6 +224,12 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         bound = min(bound, spec.bound_cap)
     return SolverRun(estimate, spec.objective(estimate),
                      None if bound is None else bound * spec.objective_scale, stop, [], native)
+
+
+def _nargs(expr) -> int:
+    """The number of top-level terms of an expression (0 for a leaf): an in-place append to a
+    sum changes it."""
+    return expr.nargs() if hasattr(expr, "nargs") else 0
 
 
 def _contradictory(spec: ModelSpec, backend, options, deadline) -> bool:
