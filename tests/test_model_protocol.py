@@ -411,6 +411,18 @@ def test_an_objective_edited_in_place_is_reported_as_the_edited_objective(transf
     assert min(value for _, value, _ in table) / spec.objective_scale < result.lower_bound
 
 
+def test_a_maximized_objective_is_refused_naming_the_fix():
+    """A backend's bound of a maximization is an upper bound: reported as a lower one it would be a
+    false certificate."""
+    Xs, ys = tiny()
+    data = MultiTaskData(Xs, ys)
+    est = SparseMTL(variant="l0l2", s=S, lambda_ridge=RIDGE, solve_options=SolveOptions(time_limit=30))
+    spec = est.pyomo_model(data)
+    spec.model.obj.sense = pyo.maximize
+    with pytest.raises(InvalidParameterError, match="minimize its negation"):
+        est.fit(data, model=spec)
+
+
 @pytest.mark.parametrize("transform", list(TRANSFORMS))
 @pytest.mark.parametrize("edit", ["delete", "deactivate_row", "rewrite_row", "relax_z", "delete_side"])
 def test_a_structural_row_removed_or_rewritten_is_refused_naming_it(edit, transform):

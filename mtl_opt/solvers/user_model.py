@@ -248,6 +248,10 @@ def _active_objective(model: pyo.Block):
             f"the edited model has {len(objectives)} active objectives "
             f"({', '.join(o.name for o in objectives) or 'none'}); exactly one must be active: "
             f"deactivate the others with model.<name>.deactivate().")
+    if objectives[0].sense != pyo.minimize:
+        raise InvalidParameterError(
+            f"the edited model maximizes {objectives[0].name!r}; the result certifies a lower bound "
+            f"of a minimization: minimize its negation instead (sense=pyo.minimize).")
     return objectives[0]
 
 
