@@ -84,8 +84,14 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
            backend, **settings) -> SolverRun:
+    """The exact model; clustered, from the prox heuristic's answer (over its restarts), which the
+    exact path never returns worse than, and keeps when the backend finds nothing in time (the
+    heuristic takes about 0.3 s at m = 30: it runs first, on the fit's deadline)."""
+    heuristic = None
+    if problem.structure == "clustered":
+        heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
     return solve_exact(problem.problem, problem.structure, problem.n_components, options,
-                       deadline, backend or "scip")
+                       deadline, backend or "scip", heuristic=heuristic)
 
 
 #: Method name -> Method; ``ARMUL(algorithm=...)`` names one.

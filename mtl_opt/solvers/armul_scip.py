@@ -28,12 +28,12 @@ SOLVER_SHARE = 0.7
 
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 options: SolveOptions, deadline: Deadline,
-                backend_name: str = "scip") -> SolverRun:
+                backend_name: str = "scip", heuristic: ProxRun | None = None) -> SolverRun:
     """The backend's (SCIP by default) solution (a ``ProxRun`` as the run's estimate) and a
     bound, whose source is ``native["bound"]``.  Never the backend's own bound (its cone
     tolerances are absolute): vanilla (convex), our safe dual bound at its point, polished by
-    FISTA (``polished``); clustered,
-    the partitions of the tasks (``certified_clusters``)."""
+    FISTA (``polished``); clustered, the partitions of the tasks (``certified_clusters``), with
+    ``heuristic`` (clustered: a prox answer) kept where the backend's is worse or missing."""
     if structure == "vanilla":
         model = formulation.build_vanilla_model(problem)
         kind = "qcp" if problem.loss == "squared" else "nlp"
@@ -44,10 +44,13 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
     enumerable = structure == "clustered" and problem.m <= MAX_TASKS
     out = backend.solve(model, kind, options,
                         deadline=deadline.share(SOLVER_SHARE) if enumerable else deadline)
-    if not out.has_solution:
+    if not out.has_solution and heuristic is None:
         raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                           f"raise time_limit or use algorithm='prox'.")
-    theta, centers, extra = read_solution(model, problem, structure)
+    if out.has_solution:
+        theta, centers, extra = read_solution(model, problem, structure)
+    if heuristic is not None and (not out.has_solution or heuristic.objective < problem.objective(theta, centers)):
+        theta, centers, extra = heuristic.theta, heuristic.centers, dict(heuristic.extra)
     objective = problem.objective(theta, centers)
     if structure == "vanilla":
         theta, centers, bound, source = polished(problem, theta, centers, out.solver, options, deadline)
