@@ -512,3 +512,16 @@ def test_certify_checks_its_solver_and_backend_before_any_work(solver, backend, 
     with pytest.raises(error, match=phrase):
         model.certify(data, algorithm=solver, backend=backend)
     assert model.result_ is before
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_single_tree_oa_hands_scip_a_complete_start_it_accepts(variant):
+    """The bcd answer goes in as a MIP start with every master column set (z, eta, the Zbar term's
+    w and the objective's epigraph column), checked by SCIP (``checkSol``) before it is stored.
+    It once set z and eta only, and SCIP rejected every start ("all 1 solutions given by solution
+    candidate storage are infeasible")."""
+    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+
+    problem, _ = random_problem(variant, 77, K=3, p=12, n=15)
+    run = solve_oa_single_tree(problem, SolveOptions(time_limit=2), fit_bcd(problem)[0])
+    assert run.native["start_accepted"] is True

@@ -25,7 +25,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
+from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut, zbar_penalty
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from ..deadline import Deadline
@@ -59,8 +59,8 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
         return best
     best, best_z = problem.completed_point(best)
     master = initial_master(problem, incumbent, deadline)
-    scip, z, eta = _native_master(master, problem, backend)
-    handler = _CutHandler(problem, z, eta, master)
+    scip, z, eta, w, epigraph = _native_master(master, problem, backend)
+    handler = _CutHandler(problem, z, eta, w, epigraph, master)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
                          sepapriority=1, enfopriority=-1, chckpriority=-1, sepafreq=1, propfreq=-1,
                          eagerfreq=-1, maxprerounds=0, needscons=True)
@@ -70,7 +70,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend.set_options(scip, options)
     scip.setPresolve(SCIP_PARAMSETTING.OFF)  # presolve would remove z columns the cuts need
     handler.offer(best, best_z)
-    handler.add_start()
+    start_accepted = handler.add_start()
     margin = functools.partial(dual_bound_margin, handler, backend.dual_tolerance(options))
     started = deadline.remaining() > 0
     try:
@@ -89,7 +89,8 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
             "cuts": handler.n_cuts, "time": time.perf_counter() - start,
             "master_status": scip.getStatus()}]
     native = {"solver": "SCIP single-tree", "solver_version": backend.version(),
-              "master_status": scip.getStatus(), "nodes": scip.getNNodes(), "cuts": handler.n_cuts}
+              "master_status": scip.getStatus(), "nodes": scip.getNNodes(), "cuts": handler.n_cuts,
+              "start_accepted": start_accepted}
     if lower is None:
         native["bound"] = f"none: SCIP stopped ({scip.getStatus()}) before a dual bound"
     return SolverRun(handler.best, upper, lower, stop, log, native, handler.best_z)
@@ -131,12 +132,17 @@ def _optimize(scip, handler: "_CutHandler", options: SolveOptions, deadline: Dea
 
 
 def _native_master(master: pyo.ConcreteModel, problem: SparseProblem, backend: ScipBackend):
-    """The Pyomo master as a pyscipopt Model, with its z and eta variables."""
+    """The Pyomo master as a pyscipopt Model, with its z, eta and w (the Zbar term's
+    |z_kj - z_lj|, keyed (j, k, l)) variables, and the column Pyomo's translation adds for the
+    objective (an epigraph variable, above eta's sum plus the Zbar cost) or None."""
     scip, variables = backend.native_model(master)
     K, p = problem.n_tasks, problem.n_features
     z = [[variables[master.z[k, j]] for j in range(p)] for k in range(K)]
     eta = [variables[master.eta[t]] for t in master.parts]
-    return scip, z, eta
+    w = {index: variables[var] for index, var in master.w.items()}
+    mapped = {var.name for var in variables.values()}
+    epigraph = next((var for var in scip.getVars() if var.name not in mapped), None)
+    return scip, z, eta, w, epigraph
 
 
 try:
@@ -148,8 +154,8 @@ except ImportError:  # the backend check reports SCIP missing before this is use
 class _CutHandler(Conshdlr):
     """Adds perspective cuts at LP points and keeps the best refitted support as the incumbent."""
 
-    def __init__(self, problem: SparseProblem, z, eta, master: pyo.ConcreteModel):
-        self.problem, self.z, self.eta = problem, z, eta
+    def __init__(self, problem: SparseProblem, z, eta, w, epigraph, master: pyo.ConcreteModel):
+        self.problem, self.z, self.eta, self.w, self.epigraph = problem, z, eta, w, epigraph
         self.best, self.best_z, self.upper, self.n_cuts = None, None, np.inf, 0
         # the master's columns and bounds, with this handler's cuts (``dual_bound_margin``)
         self.n_columns, self.largest_bound = master.n_columns, master.largest_bound
@@ -164,17 +170,28 @@ class _CutHandler(Conshdlr):
         if value < self.upper:
             self.best, self.best_z, self.upper = B, self.problem.indicators(B, z), value
 
-    def add_start(self) -> None:
-        """The incumbent as a MIP start, eta at its exact continuous parts."""
+    def add_start(self) -> bool:
+        """The incumbent as a complete MIP start (every master column: z, eta at the exact
+        continuous parts of z, which every cut is below, and w = |z_kj - z_lj|), checked by SCIP
+        (``checkSol``, our cut rows included) before it is stored; whether SCIP accepted it."""
         support = self.best_z
         sol = self.model.createSol()
         for k, row in enumerate(self.z):
             for j, var in enumerate(row):
                 self.model.setSolVal(sol, var, float(support[k, j]))
-        values = perspective_cut(self.problem, self.best).parts(support.astype(float))
+        values = perspective_cut(self.problem, self.problem.refit(support)).parts(support.astype(float))
+        values = values + CUT_TOLERANCE * np.maximum(1.0, np.abs(values))
         for var, value in zip(self.eta, values):
-            self.model.setSolVal(sol, var, float(value) + CUT_TOLERANCE * max(1.0, abs(value)))
-        self.model.addSol(sol)
+            self.model.setSolVal(sol, var, float(value))
+        for (j, k, l), var in self.w.items():
+            self.model.setSolVal(sol, var, float(support[k, j] != support[l, j]))
+        if self.epigraph is not None:
+            zbar = 0.5 * self.problem.lambda_zbar * zbar_penalty(support)
+            self.model.setSolVal(sol, self.epigraph, float(np.sum(values) + zbar) * (1 + CUT_TOLERANCE))
+        if not self.model.checkSol(sol, printreason=False, completely=True):
+            self.model.freeSol(sol)
+            return False
+        return bool(self.model.addSol(sol))
 
     def _point(self, sol=None) -> np.ndarray:
         return np.clip([[self.model.getSolVal(sol, var) for var in row] for row in self.z], 0.0, 1.0)
@@ -223,7 +240,8 @@ class _CutHandler(Conshdlr):
 
     def conscheck(self, constraints, solution, checkintegrality, checklprows, printreason,
                   completely, **kwargs):
-        if not self.problem.feasible(np.round(self._point(solution))):
+        z = np.round(self._point(solution)) > 0.5
+        if not self.problem.feasible(np.zeros(z.shape), z):
             # SCIP's heuristics propose points breaking the cardinality rows (e.g. every z at 1):
             # infeasible whatever eta is, and refitting their support (6000 columns at p=1500)
             # would hold SCIP for seconds past its time limit.
