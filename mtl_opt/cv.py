@@ -19,7 +19,6 @@ list of explicit points, fitted in the order given.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import numbers
 import sys
@@ -27,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import sklearn.base
 from joblib import Parallel, delayed
 from tqdm import tqdm
 
@@ -196,8 +196,7 @@ def _check_names(points: list[dict], valid: list[str]) -> None:
 
 def _clone(estimator: MTLEstimator, params: Mapping) -> MTLEstimator:
     """A new, unfitted estimator with the same parameters, then ``params`` set."""
-    fresh = type(estimator)(**copy.deepcopy(estimator.get_params()))
-    return fresh.set_params(**params)
+    return sklearn.base.clone(estimator).set_params(**params)
 
 
 def _fold_scores(estimator, points, data, test_rows, score) -> np.ndarray:

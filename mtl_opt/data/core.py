@@ -321,6 +321,23 @@ class MultiTaskData:
         """
         return io.read_csv(cls, path, task=task, response=response, features=features)
 
+    @classmethod
+    def from_frame(cls, df, *, task="task", response="y", features=None) -> MultiTaskData:
+        """Build from a long pandas DataFrame: one row per observation.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+        task : column name, default="task"
+            The per-row task label; task names are its values as str, in order of first
+            appearance, and a task's rows keep their order in ``df``.
+        response : column name, default="y"
+        features : list of column names, default=None
+            Feature columns, in the order wanted; None means every other column, in frame order.
+            Feature names are the column names (as str).
+        """
+        return io.from_frame(cls, df, task=task, response=response, features=features)
+
     def to_csv(self, path, *, task="task", response="y") -> None:
         """Write the long CSV format read by :meth:`from_csv` (exact round trip).
 
