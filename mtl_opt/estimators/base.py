@@ -156,9 +156,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                 f"Build data with MultiTaskData(Xs, ys) or MultiTaskData.from_frame(df, ...).")
         X, y = _validated(self, X, y, reset=True, y_numeric=True, ensure_min_samples=2)
         names = getattr(self, "feature_names_in_", None)
-        order, rows = task_rows(_labels(task, len(y)))
-        return MultiTaskData([X[r] for r in rows], [y[r] for r in rows], order,
-                             None if names is None else list(names))
+        return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
 
     def pyomo_model(self, data: MultiTaskData) -> ModelSpec:
         """The estimator's optimization model on ``data``, to edit with Pyomo and solve with
@@ -370,15 +368,14 @@ def _validated(estimator, X, y=None, *, reset: bool, **options):
         raise InvalidDataError(f"{type(estimator).__name__}: {exc}") from None
 
 
-def _labels(task, n: int, fitted: list[str] | None = None) -> list[str]:
-    """Per-row task labels as str; without ``task`` all rows are the one task (at fit: task0;
-    at predict: the one fitted task, when there is one)."""
+def _labels(task, n: int, fitted: list[str]) -> list[str]:
+    """predict's per-row task labels as str; without ``task``, the one fitted task (if one)."""
     if task is None:
-        if fitted is not None and len(fitted) != 1:
+        if len(fitted) != 1:
             raise InvalidDataError(
                 f"predict needs task= (one label per row): this estimator was fitted on "
                 f"{len(fitted)} tasks.")
-        return [fitted[0] if fitted else "task0"] * n
+        return [fitted[0]] * n
     labels = np.asarray(task)
     if labels.ndim != 1 or len(labels) != n:
         raise InvalidDataError(
