@@ -241,7 +241,7 @@ class ARMUL(GLMTasks):
 
     method = "armul"
     supports_warm_start = True
-    global_model = ("center_", "center_intercept_")   # structure="vanilla"
+    global_model = ("center_", "center_intercept_")
     param_constraints = {
         "structure": [OneOf(formulation.STRUCTURES)],
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
@@ -277,6 +277,10 @@ class ARMUL(GLMTasks):
 
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
+
+    def _global_model(self):
+        """The vanilla centre; clustered and low-rank fits have no one global model."""
+        return super()._global_model() if self.structure == "vanilla" else None
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
