@@ -17,6 +17,17 @@ one row per pupil with its school as ``task``, and ``GridSearchCV`` picks thresh
 soft} and c_gamma in {0.25, 0.5, 1, 2} by R^2 over 5 folds stratified by school
 (``mtl_opt.cv.TaskKFold``; metadata routing hands ``task`` to the splitter, fit and score).
 Compared with default MOLAR and per-school OLS (the reference), on held-out MSE.
+
+Measured (10 splits, seeds 0..9; median [IQR] of the held-out MSE averaged over schools):
+
+| data | GridSearchCV MOLAR | default MOLAR | per-school OLS | tuned better than OLS |
+|---|---|---|---|---|
+| STAR | 1754.3 [1729.5, 1774.4] | 1861.4 [1824.4, 1921.5] | 1854.9 [1815.1, 1879.9] | 10 of 10 splits |
+| Exam | 0.5799 [0.5534, 0.5934] | 0.6138 [0.5674, 0.6328] | 0.6027 [0.5852, 0.6137] | 10 of 10 splits |
+
+The search chose soft thresholding in every split, c_gamma 0.5 (STAR 10 of 10, Exam 8 of 10;
+else 1): 5.4 % (STAR) and 3.8 % (Exam) below per-school OLS, where default MOLAR is 0.3 % above
+and 1.8 % above.
 """
 
 from __future__ import annotations
