@@ -7,6 +7,7 @@ standardization and predictions computed here with numpy.
 
 import inspect
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -103,6 +104,7 @@ def test_clone_round_trips(cls):
         assert twin.get_params(deep=False)[name] == value, name
     assert repr(twin) == repr(est)
     assert "<style>" in est._repr_html_()
+    assert sklearn.base.is_regressor(est)
 
 
 def test_nested_solve_options_are_set_as_a_new_record():
@@ -311,3 +313,10 @@ def test_equality_survives_a_json_round_trip(frame):
     nan = FitResult.from_json(result.to_json())
     nan.coef[:] = np.nan
     assert nan == FitResult.from_json(nan.to_json()) and nan != result
+
+
+def test_to_frame_without_pandas_says_how_to_get_it(frame, monkeypatch):
+    result = MOLAR().fit(frame[FEATURES], frame["y"], task=frame["site"]).result_
+    monkeypatch.setitem(sys.modules, "pandas", None)   # import pandas fails
+    with pytest.raises(ImportError, match=r"mtl_opt\[pandas\]"):
+        result.to_frame()
