@@ -232,13 +232,14 @@ def from_frame(cls, df, *, task, response, features) -> MultiTaskData:
     if clash:
         raise InvalidDataError(f"column(s) {sorted(map(str, clash))} cannot be both a feature "
                                f"and the task or response column.")
-    not_real = [str(c) for c in (response, *features) if df[c].dtype.kind not in "biuf"]
+    not_real = [c for c in (response, *features) if df[c].dtype.kind not in "biuf"]
     if not_real:
         raise InvalidDataError(
-            f"column(s) {not_real} are not numeric (dtypes "
+            f"column(s) {[str(c) for c in not_real]} are not numeric (dtypes "
             f"{[str(df[c].dtype) for c in not_real]}); encode them as numbers first "
             f"(e.g. pandas.get_dummies for categories) or leave them out with features=.")
     labels = [str(v) for v in df[task].tolist()]
-    return _from_long(cls, None, df[list(features)].to_numpy(dtype=np.float64),
-                      df[response].to_numpy(dtype=np.float64), labels,
+    as_float = {"dtype": np.float64, "na_value": np.nan}   # a missing value: refused as NaN
+    return _from_long(cls, None, df[list(features)].to_numpy(**as_float),
+                      df[response].to_numpy(**as_float), labels,
                       [str(c) for c in features], task_names=None)
