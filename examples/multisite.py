@@ -145,7 +145,8 @@ def _choices(choices: Sequence[dict]) -> str:
     parts = []
     for name in names:
         counts = Counter(choice[name] for choice in choices)
-        parts.append(f"{name} " + ", ".join(f"{v:g} (x{n})" for v, n in sorted(counts.items())))
+        parts.append(f"{name} " + ", ".join(f"{v if isinstance(v, str) else format(v, 'g')} (x{n})"
+                                            for v, n in sorted(counts.items())))
     return "; ".join(parts) or "-"
 
 

@@ -19,7 +19,6 @@ list of explicit points, fitted in the order given.
 
 from __future__ import annotations
 
-import copy
 import itertools
 import numbers
 import sys
@@ -27,7 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import sklearn.base
 from joblib import Parallel, delayed
+from sklearn.model_selection import StratifiedKFold
 from tqdm import tqdm
 
 from .data import MultiTaskData
@@ -35,7 +36,8 @@ from .errors import InvalidDataError, InvalidParameterError
 from .estimators.base import MTLEstimator
 from .metrics import task_rmse
 
-__all__ = ["CVResult", "RULES", "SCORINGS", "cross_validate", "default_simplicity", "expand_grid"]
+__all__ = ["CVResult", "RULES", "SCORINGS", "TaskKFold", "cross_validate", "default_simplicity",
+           "expand_grid"]
 
 #: Selection rules: the best mean score, or the simplest point within one standard error of it.
 RULES = ("min", "1se")
@@ -112,6 +114,29 @@ class CVResult:
         title = (f"{len(self.points)} points x {self.scores.shape[1]} folds, "
                  f"rule={self.rule!r}, selected #{self.best_index}")
         return "\n".join([title, *lines])
+
+    @property
+    def cv_results_(self) -> dict:
+        """The scores in the layout of scikit-learn's ``GridSearchCV.cv_results_`` (a pandas
+        DataFrame takes it): ``params``, ``param_<name>``, ``split<f>_test_score``,
+        ``mean_test_score``, ``std_test_score`` and ``rank_test_score`` with score = -loss
+        (greater is better, as scikit-learn's ``neg_*`` scorers), and our losses (lower is
+        better) as ``split<f>_test_loss``, ``mean_test_loss`` and ``se_test_loss``.  The
+        selected point is ``best_index`` (under rule "1se" not always rank 1)."""
+        names = list(dict.fromkeys(name for point in self.points for name in point))
+        score = -self.scores
+        mean = score.mean(axis=1)
+        results = {"params": [dict(point) for point in self.points],
+                   **{f"param_{name}": [point.get(name) for point in self.points] for name in names}}
+        for f in range(score.shape[1]):
+            results[f"split{f}_test_score"] = score[:, f]
+        results["mean_test_score"] = mean
+        results["std_test_score"] = score.std(axis=1)
+        results["rank_test_score"] = 1 + np.array([int(np.sum(mean > m)) for m in mean])
+        for f in range(score.shape[1]):
+            results[f"split{f}_test_loss"] = self.scores[:, f]
+        results["mean_test_loss"], results["se_test_loss"] = self.mean, self.se
+        return results
 
     def _mark(self, i: int) -> str:
         """Marker of row i: selected (``best``) or lowest mean (``min``)."""
@@ -196,8 +221,28 @@ def _check_names(points: list[dict], valid: list[str]) -> None:
 
 def _clone(estimator: MTLEstimator, params: Mapping) -> MTLEstimator:
     """A new, unfitted estimator with the same parameters, then ``params`` set."""
-    fresh = type(estimator)(**copy.deepcopy(estimator.get_params()))
-    return fresh.set_params(**params)
+    return sklearn.base.clone(estimator).set_params(**params)
+
+
+class TaskKFold(StratifiedKFold):
+    """K-fold split stratified by task for scikit-learn's searches: every task has rows in every
+    fold, as in ``cross_validate``.  It takes the per-row ``task`` labels, requested through
+    metadata routing: ``sklearn.set_config(enable_metadata_routing=True)``, then
+    ``GridSearchCV(est, grid, cv=TaskKFold(5)).fit(X, y, task=labels)``."""
+
+    __metadata_request__split = {"task": True}
+
+    def split(self, X, y=None, groups=None, task=None):
+        """Train and test rows of each fold (``groups``: not used, as in StratifiedKFold)."""
+        if task is None:
+            raise InvalidDataError(
+                "TaskKFold.split needs task= (one label per row); enable metadata routing "
+                "(sklearn.set_config(enable_metadata_routing=True)) so a search passes it on.")
+        return super().split(X, np.asarray([str(v) for v in np.asarray(task).tolist()]))
+
+    def get_n_splits(self, X=None, y=None, groups=None, task=None) -> int:
+        """The number of folds (a search passes it the split's arguments)."""
+        return self.n_splits
 
 
 def _fold_scores(estimator, points, data, test_rows, score) -> np.ndarray:
@@ -251,7 +296,8 @@ def _check_args(estimator, data, rule, n_jobs, simplicity) -> None:
             f"cross_validate needs an MTLEstimator; got {type(estimator).__name__}.")
     if not isinstance(data, MultiTaskData):
         raise InvalidDataError(
-            f"cross_validate expects a MultiTaskData; got {type(data).__name__}.")
+            f"cross_validate expects a MultiTaskData, or a design X with y and task= labels per "
+            f"row; got {type(data).__name__}.")
     if rule not in RULES:
         raise InvalidParameterError(f"rule must be one of {RULES}; got {rule!r}.")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0:
@@ -262,7 +308,7 @@ def _check_args(estimator, data, rule, n_jobs, simplicity) -> None:
             f"simplicity must be a callable params -> sortable key; got {simplicity!r}.")
 
 
-def cross_validate(estimator: MTLEstimator, grid, data: MultiTaskData, *, n_splits: int = 5,
+def cross_validate(estimator: MTLEstimator, grid, data, y=None, *, task=None, n_splits: int = 5,
                    seed=None, rule: str = "min", simplicity: Callable = default_simplicity,
                    scoring="rmse", refit: bool = True, n_jobs: int = 1,
                    progress: bool = True) -> CVResult:
@@ -272,13 +318,17 @@ def cross_validate(estimator: MTLEstimator, grid, data: MultiTaskData, *, n_spli
     ----------
     estimator : MTLEstimator
         A template; it is never fitted or changed. Each fit uses a clone,
-        ``type(estimator)(**estimator.get_params())`` with the point's
+        ``sklearn.base.clone(estimator)`` with the point's
         parameters set.
     grid : dict of str to list, or list of dict
         Parameter values (full product, sorted into path order) or explicit
         points (fitted in the order given); see :func:`expand_grid`. Every
         name must be a parameter of ``estimator``.
-    data : MultiTaskData
+    data : MultiTaskData, or a design X (2-D array or DataFrame)
+        With X: ``y`` (n,) and ``task`` (n,) labels per row, as in ``fit(X, y, task=...)``
+        (``MultiTaskData.from_long``).
+    y, task : array-like, default=None
+        Only with a design X.
     n_splits : int, default=5
         Number of folds (>= 2; every task needs at least n_splits rows).
     seed : int, Generator or None, default=None
@@ -328,6 +378,10 @@ def cross_validate(estimator: MTLEstimator, grid, data: MultiTaskData, *, n_spli
     >>> sorted(cv.best_params)
     ['c_gamma']
     """
+    if not isinstance(data, MultiTaskData) and y is not None:
+        data = MultiTaskData.from_long(data, y, task)
+    elif y is not None or task is not None:
+        raise InvalidDataError("cross_validate(MultiTaskData) takes no y or task: the data hold them.")
     _check_args(estimator, data, rule, n_jobs, simplicity)
     score = _scorer(scoring)
     points = expand_grid(grid, estimator.param_names())

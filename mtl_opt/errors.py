@@ -18,6 +18,11 @@ class InvalidParameterError(MTLOptError, ValueError):
     """A hyperparameter or option has the wrong type or is out of range."""
 
 
+class UnavailableMethodError(InvalidParameterError, AttributeError):
+    """A method the estimator's parameters rule out (e.g. predict_proba with the squared loss);
+    also an AttributeError, so ``hasattr`` reports the method absent, as scikit-learn expects."""
+
+
 class DivergenceError(InvalidParameterError):
     """An iterative learner's values stopped being finite: its step sizes are too large for the data."""
 

@@ -211,6 +211,29 @@ class FitResult:
                                          f"task's data cannot determine: {shown}{more}"))
         return "\n".join(f"  {key:<12} {value}" for key, value in rows)
 
+    def __eq__(self, other) -> bool:
+        """Equal when the JSON forms are (arrays compared value by value, NaN equal to NaN), so
+        ``FitResult.from_json(r.to_json()) == r``."""
+        if not isinstance(other, FitResult):
+            return NotImplemented
+        return _canonical(self) == _canonical(other)
+
+    def to_frame(self):
+        """The coefficients as a pandas DataFrame: one row per task (index ``task``), the
+        ``intercept`` column, then one column per feature (needs pandas: ``mtl_opt[pandas]``)."""
+        pd = _pandas("FitResult.to_frame")
+        if "intercept" in self.feature_names:
+            raise InvalidDataError(
+                "a feature is named 'intercept', the column to_frame gives the intercepts; "
+                "rename the feature (MultiTaskData feature_names=) to make a table.")
+        K, p = self.coef.shape
+        features = self.feature_names or [f"x{j}" for j in range(p)]
+        frame = pd.DataFrame(np.column_stack([self.intercept, self.coef]),
+                             columns=["intercept", *features],
+                             index=pd.Index(self.task_names or [f"task{k}" for k in range(K)], name="task"))
+        frame.columns.name = "feature"
+        return frame
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; floats keep full precision, gaps are included for readers."""
         out = _jsonable(asdict(self))
@@ -239,6 +262,21 @@ class FitResult:
         if not text.lstrip().startswith("{"):
             text = Path(text_or_path).read_text()
         return cls.from_dict(json.loads(text))
+
+
+def _canonical(result: FitResult) -> str:
+    """One text per JSON form: what ``FitResult.__eq__`` compares."""
+    return json.dumps(result.to_dict(), sort_keys=True)
+
+
+def _pandas(what: str):
+    """pandas, imported when a table is asked for (an optional dependency: ``mtl_opt[pandas]``)."""
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError(f"{what} needs pandas; install it with pip install 'mtl_opt[pandas]' "
+                          f"(or pip install pandas).") from None
+    return pandas
 
 
 def _jsonable(obj):

@@ -20,7 +20,8 @@ def examples(monkeypatch):
     """Import examples/<name>.py as a module (the scripts import their harness, multisite)."""
     monkeypatch.syspath_prepend(str(EXAMPLES))
     yield importlib.import_module
-    for name in ("multisite", "armul_schools", "molar_star", "sparse_language", "side_constraints"):
+    for name in ("multisite", "armul_schools", "molar_star", "sparse_language", "side_constraints",
+                 "molar_gridsearch"):
         sys.modules.pop(name, None)
 
 
@@ -185,3 +186,33 @@ def test_side_constraints_example_certifies_each_constraint_and_keeps_it(example
     assert np.all(np.count_nonzero(rows["at most 1 of x0, x2, x6"].coef[:, [0, 2, 6]], axis=1) <= 1)
     shared = rows["task0, task1 share a support"].coef != 0
     assert np.array_equal(shared[0], shared[1])
+
+
+def test_gridsearch_example_refits_molar_with_the_chosen_parameters(examples, capsys):
+    """examples/molar_gridsearch.py: GridSearchCV on the long training rows; its refit is MOLAR
+    with the chosen threshold and c_gamma on those rows, scored here with numpy."""
+    example = examples("molar_gridsearch")
+    runs = example.main(["--data", "star", "--seeds", "1", "--sites", "5"])
+    out = capsys.readouterr().out
+    for label, _ in example.METHODS:
+        assert f"| {label} |" in out
+    tuned = runs[0]["MOLAR, GridSearchCV"]
+    assert tuned.choice["threshold"] in example.GRID["threshold"]
+    assert tuned.choice["c_gamma"] in example.GRID["c_gamma"]
+    from mtl_opt.estimators import MOLAR
+
+    star = examples("molar_star")
+    train, test = star.load_star().subset_tasks(range(5)).train_test_split(
+        test_size=star.TEST_SIZE, seed=0)
+    model = MOLAR(**tuned.choice).fit(train)
+    mse = np.mean([np.mean((y - X @ b - b0) ** 2) for X, y, b, b0
+                   in zip(test.Xs, test.ys, model.coef_, model.intercept_)])
+    assert tuned.mse_sites == pytest.approx(mse, rel=1e-10)
+
+
+def test_gridsearch_example_keeps_exam_schools_with_ten_pupils(examples):
+    example = examples("molar_gridsearch")
+    sizes = example.multisite.rdataset("mlmRev", "Exam").groupby("school").size()
+    data, test_size, _ = example.load("exam")
+    assert data.n_tasks == int((sizes >= 10).sum()) == 63 and test_size == 0.3
+    assert data.n_total == int(sizes[sizes >= 10].sum())

@@ -21,7 +21,9 @@ mtl_opt reports them.
 
 Files come in two long formats, one row per observation: CSV (a task column, a
 response column and feature columns) and NPZ (a stacked ``X``, ``y`` and a
-per-row ``task`` label). Both round-trip exactly.
+per-row ``task`` label). Both round-trip exactly. In memory the same long layout comes as a
+pandas DataFrame (``MultiTaskData.from_frame``) or as scikit-learn's ``X, y, task``
+(``MultiTaskData.from_long``, what ``fit(X, y, task=...)`` uses).
 
 Layout: ``core`` (the container and its input checks), ``io`` (CSV / NPZ), ``scaling``
 (``standardize`` and ``Scaler``: the preprocessing path of every estimator) and ``splits``

@@ -321,6 +321,44 @@ class MultiTaskData:
         """
         return io.read_csv(cls, path, task=task, response=response, features=features)
 
+    @classmethod
+    def from_long(cls, X, y, task=None, *, feature_names=None) -> MultiTaskData:
+        """Build from scikit-learn's long format: a design ``X`` (n, p) (array or DataFrame), ``y``
+        (n,) and ``task``, one label per row (like ``groups``; None: all rows are one task).
+
+        Task names are the labels as str, in order of first appearance, and a task's rows keep
+        their order; feature names are ``feature_names``, else a DataFrame's column names.
+        """
+        if feature_names is None and hasattr(X, "columns"):
+            feature_names = [str(c) for c in X.columns]
+        X, y = np.asarray(X), np.asarray(y)
+        labels = np.zeros(len(y)) if task is None else np.asarray(task)
+        if labels.ndim != 1 or len(labels) != len(y) or X.ndim != 2 or len(X) != len(y):
+            raise InvalidDataError(
+                f"the long format needs X (n, p), y (n,) and task (n,), one label per row; got "
+                f"shapes {X.shape}, {y.shape} and {labels.shape}.")
+        names, rows = io.task_rows([str(v) for v in labels.tolist()])
+        if task is None:
+            names = None   # the default name of the one task, task0
+        return cls([X[r] for r in rows], [y[r] for r in rows], names, feature_names)
+
+    @classmethod
+    def from_frame(cls, df, *, task="task", response="y", features=None) -> MultiTaskData:
+        """Build from a long pandas DataFrame: one row per observation.
+
+        Parameters
+        ----------
+        df : pandas.DataFrame
+        task : column name, default="task"
+            The per-row task label; task names are its values as str, in order of first
+            appearance, and a task's rows keep their order in ``df``.
+        response : column name, default="y"
+        features : list of column names, default=None
+            Feature columns, in the order wanted; None means every other column, in frame order.
+            Feature names are the column names (as str).
+        """
+        return io.from_frame(cls, df, task=task, response=response, features=features)
+
     def to_csv(self, path, *, task="task", response="y") -> None:
         """Write the long CSV format read by :meth:`from_csv` (exact round trip).
 

@@ -187,20 +187,59 @@ def _read_npz(path) -> dict[str, np.ndarray]:
             raise InvalidDataError(f"{path}: cannot read the npz arrays ({exc}).") from None
 
 
-def _from_long(cls, path, X_all, y_all, labels, feature_names, task_names) -> MultiTaskData:
-    """Group stacked rows by task label; constructor errors get the file name prefixed."""
+def task_rows(labels) -> tuple[list[str], list[np.ndarray]]:
+    """The task names of per-row ``labels`` (as str, in order of first appearance) and the row
+    indices of each: the grouping of every long format (CSV, NPZ, DataFrame, ``fit(X, y, task=)``)."""
     labels = np.asarray(labels, dtype=str)
     order = list(dict.fromkeys(labels.tolist()))
+    return order, [np.flatnonzero(labels == t) for t in order]
+
+
+def _from_long(cls, path, X_all, y_all, labels, feature_names, task_names) -> MultiTaskData:
+    """Group stacked rows by task label; constructor errors get ``path`` (None: none) prefixed."""
+    order, rows = task_rows(labels)
     if task_names is not None:
         unknown = [t for t in order if t not in task_names]
         if unknown:
             raise InvalidDataError(
                 f"{path}: task label(s) {unknown} do not appear in 'task_names' {task_names}."
             )
-        order = task_names
-    rows = [np.flatnonzero(labels == t) for t in order]
+        labels = np.asarray(labels, dtype=str)
+        order, rows = task_names, [np.flatnonzero(labels == t) for t in task_names]
     try:
         return cls([X_all[r] for r in rows], [y_all[r] for r in rows], order, feature_names)
     except InvalidDataError as exc:
-        raise InvalidDataError(f"{path}: {exc}") from None
+        raise InvalidDataError(f"{path}: {exc}" if path is not None else str(exc)) from None
 
+
+def from_frame(cls, df, *, task, response, features) -> MultiTaskData:
+    """``MultiTaskData.from_frame``: a long pandas DataFrame (one row per observation)."""
+    if not hasattr(df, "columns") or not hasattr(df, "iloc"):
+        raise InvalidDataError(f"from_frame needs a pandas DataFrame; got {type(df).__name__}.")
+    columns = list(df.columns)
+    if task == response:
+        raise InvalidDataError(f"task and response must be different columns; both are {task!r}.")
+    if features is None:
+        features = [c for c in columns if c not in (task, response)]
+    elif isinstance(features, str):
+        features = [features]
+    missing = [c for c in (task, response, *features) if c not in columns]
+    if missing:
+        raise InvalidDataError(
+            f"column(s) {missing} are not in the DataFrame; its columns are {columns}. "
+            f"Pass task=, response= and features= naming its columns.")
+    clash = {task, response} & set(features)
+    if clash:
+        raise InvalidDataError(f"column(s) {sorted(map(str, clash))} cannot be both a feature "
+                               f"and the task or response column.")
+    not_real = [c for c in (response, *features) if df[c].dtype.kind not in "biuf"]
+    if not_real:
+        raise InvalidDataError(
+            f"column(s) {[str(c) for c in not_real]} are not numeric (dtypes "
+            f"{[str(df[c].dtype) for c in not_real]}); encode them as numbers first "
+            f"(e.g. pandas.get_dummies for categories) or leave them out with features=.")
+    labels = [str(v) for v in df[task].tolist()]
+    as_float = {"dtype": np.float64, "na_value": np.nan}   # a missing value: refused as NaN
+    return _from_long(cls, None, df[list(features)].to_numpy(**as_float),
+                      df[response].to_numpy(**as_float), labels,
+                      [str(c) for c in features], task_names=None)

@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..data import MultiTaskData
-from ..errors import InvalidParameterError
+from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns, unidentified_mask
@@ -122,22 +122,42 @@ class GLMTasks(MTLEstimator):
                 f"in {type(self).__name__}; use at most {data.n_tasks}.")
         self._problem(data, 0.0)  # constant features, labels of the logistic loss
 
-    def decision_function(self, data) -> list[np.ndarray]:
-        """Linear predictors b_j + X_j theta_j per task."""
-        return super().predict(data)
+    def _scores(self, X, task=None, *, unseen="raise"):
+        """Linear predictors b_j + X_j theta_j (arguments and shapes as in ``predict``)."""
+        return super().predict(X, task, unseen=unseen)
 
-    def predict(self, data) -> list[np.ndarray]:
-        """Responses (squared loss) or labels in {0, 1} (logistic loss) per task."""
-        scores = self.decision_function(data)
-        return scores if self.loss == "squared" else [(s >= 0).astype(float) for s in scores]
+    def predict(self, X, task=None, *, unseen="raise"):
+        """Responses (squared loss) or labels in {0, 1} (logistic loss); arguments, shapes and
+        ``unseen`` as in ``MTLEstimator.predict``."""
+        scores = self._scores(X, task, unseen=unseen)
+        return scores if self.loss == "squared" else _each(scores, lambda s: (s >= 0).astype(float))
 
-    def predict_proba(self, data) -> list[np.ndarray]:
-        """P(y = 1) per task (logistic loss only)."""
+    @property
+    def decision_function(self):
+        """Linear predictors b_j + X_j theta_j: ``decision_function(X, task=None, *,
+        unseen="raise")``, shapes as in ``predict`` (logistic loss only; with the squared loss
+        they are ``predict``, and the attribute is absent, as scikit-learn expects)."""
+        self._logistic_only("decision_function")
+        return self._scores
+
+    @property
+    def predict_proba(self):
+        """P(y = 1): ``predict_proba(X, task=None, *, unseen="raise")``, shapes as in
+        ``predict`` (logistic loss only; with another the attribute is absent)."""
+        self._logistic_only("predict_proba")
+        return lambda X, task=None, *, unseen="raise": _each(
+            self._scores(X, task, unseen=unseen), expit)
+
+    def _logistic_only(self, name: str) -> None:
         if self.loss != "logistic":
-            raise InvalidParameterError(
-                f"predict_proba needs loss='logistic'; this {type(self).__name__} uses "
+            raise UnavailableMethodError(
+                f"{name} needs loss='logistic'; this {type(self).__name__} uses "
                 f"loss={self.loss!r}.")
-        return [expit(s) for s in self.decision_function(data)]
+
+
+def _each(out, f):
+    """``f`` applied to a prediction: one array (long format) or a list of per-task arrays."""
+    return [f(a) for a in out] if isinstance(out, list) else f(out)
 
 
 COMMON_CONSTRAINTS = {
@@ -221,6 +241,7 @@ class ARMUL(GLMTasks):
 
     method = "armul"
     supports_warm_start = True
+    global_model = ("center_", "center_intercept_")
     param_constraints = {
         "structure": [OneOf(formulation.STRUCTURES)],
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
@@ -256,6 +277,10 @@ class ARMUL(GLMTasks):
 
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
+
+    def _global_model(self):
+        """The vanilla centre; clustered and low-rank fits have no one global model."""
+        return super()._global_model() if self.structure == "vanilla" else None
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its

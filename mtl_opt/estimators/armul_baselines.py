@@ -92,6 +92,9 @@ class DataPooling(_Baseline):
     method, coupling, n_components = "pooling", "pooled", None
     identification = None  # one model for all: no task stands alone
 
+    def _global_model(self):
+        return self.coef_[0], float(self.intercept_[0])   # every task's model is the pooled one
+
     def _run(self, problem):
         theta = np.tile(glm.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
         return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "converged", 1)

@@ -1,9 +1,16 @@
-"""The estimator base class; it checks the declarative parameter constraints of ``mtl_opt.params``.
+"""The estimator base class: a scikit-learn regressor that checks ``mtl_opt.params`` constraints.
 
 As in scikit-learn, ``__init__`` only stores its arguments; ``fit`` checks
 them against the class's ``param_constraints`` (so every bad-parameter error
 has one shape), runs ``_fit`` and stores the learned state in attributes
-ending in ``_``.
+ending in ``_``.  ``MTLEstimator`` subclasses ``sklearn.base.BaseEstimator``, so
+``clone``, ``get_params(deep=True)``, pipelines and searches work on every estimator.
+
+Data come in two shapes: a ``MultiTaskData``, or scikit-learn's long format
+``fit(X, y, task=labels)`` (X a 2-D array or DataFrame, ``task`` one label per row, like
+``groups``; without it every row is one task).  ``task`` is requested by default from
+``fit``, ``predict`` and ``score`` through scikit-learn's metadata routing, so with
+``sklearn.set_config(enable_metadata_routing=True)`` a search or a pipeline hands it on.
 """
 
 from __future__ import annotations
@@ -15,8 +22,12 @@ import math
 import time
 
 import numpy as np
+import sklearn.exceptions
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics import r2_score
 
 from ..data import MultiTaskData, _to_float_array
+from ..data.io import task_rows
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
 from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
@@ -29,7 +40,7 @@ from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
 
 
-class MTLEstimator:
+class MTLEstimator(RegressorMixin, BaseEstimator):
     """Base of every mtl_opt estimator: parameters, checks, fit/predict plumbing.
 
     Subclasses set ``method`` (the instance-file name), ``param_constraints``
@@ -39,27 +50,45 @@ class MTLEstimator:
     method: str = ""
     param_constraints: dict = {}
 
+    #: ``task`` is routed to fit, predict and score by default (scikit-learn metadata routing).
+    __metadata_request__fit = {"task": True}
+    __metadata_request__predict = {"task": True}
+    __metadata_request__score = {"task": True}
+
+    #: The fitted attributes (coef, intercept) of the global / centre model that
+    #: ``predict(..., unseen="global")`` gives a task not seen in fit; None: the method has none.
+    global_model: tuple[str, str] | None = None
+
     @classmethod
     def param_names(cls) -> list[str]:
         """The constructor's parameter names, in order."""
         sig = inspect.signature(cls.__init__)
         return [name for name in sig.parameters if name != "self"]
 
-    def get_params(self) -> dict:
-        return {name: getattr(self, name) for name in self.param_names()}
-
     def set_params(self, **params) -> "MTLEstimator":
+        """Set parameters; ``solve_options__<name>=value`` sets one field of ``solve_options``
+        (a new ``SolveOptions``: the record is immutable), as ``get_params(deep=True)`` lists it."""
+        valid = self.param_names()
+        unknown = [key for key in params if key.split("__", 1)[0] not in valid
+                   or ("__" in key and not key.startswith("solve_options__"))]
+        if unknown:
+            raise InvalidParameterError(
+                f"{type(self).__name__} has no parameter {unknown[0]!r}; valid parameters: "
+                f"{', '.join(valid)}" + (" (and solve_options__<field>)" if "solve_options" in valid
+                                         else "") + ".")
         for name, value in params.items():
-            if name not in self.param_names():
+            if "__" not in name:
+                setattr(self, name, value)
+        fields = {key.split("__", 1)[1]: value for key, value in params.items() if "__" in key}
+        if fields:
+            current = self.solve_options or SolveOptions()
+            wrong = sorted(set(fields) - set(current.get_params()))
+            if wrong:
                 raise InvalidParameterError(
-                    f"{type(self).__name__} has no parameter {name!r}; valid parameters: "
-                    f"{', '.join(self.param_names())}.")
-            setattr(self, name, value)
+                    f"SolveOptions has no field {wrong[0]!r}; fields: "
+                    f"{', '.join(current.get_params())}.")
+            self.solve_options = dataclasses.replace(current, **fields)
         return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
 
     def _check_params(self) -> None:
         validate_attributes(self)
@@ -85,15 +114,18 @@ class MTLEstimator:
     #: Whether ``fit(data, init=...)`` uses a previous FitResult as a warm start.
     supports_warm_start: bool = False
 
-    def fit(self, data: MultiTaskData, *, init: FitResult | None = None,
+    def fit(self, X, y=None, *, task=None, init: FitResult | None = None,
             model: ModelSpec | None = None) -> "MTLEstimator":
-        """Fit on ``data`` and return ``self``; the estimate and its certificate are in ``result_``.
+        """Fit and return ``self``; the estimate and its certificate are in ``result_``.
 
-        ``init`` is a previous result on the same tasks and features, used as a
-        warm start by estimators with ``supports_warm_start`` (ignored by others).  ``model``:
-        a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited, solved instead of the
-        estimator's own algorithm (``mtl_opt.solvers.user_model``).
+        ``X`` is a ``MultiTaskData`` (then no ``y`` nor ``task``), or a 2-D array / DataFrame
+        with ``y`` (n,) and ``task`` (n,) labels, one per row (None: all rows are one task);
+        a task's rows keep their order.  ``init`` is a previous result on the same tasks and
+        features, used as a warm start by estimators with ``supports_warm_start`` (ignored by
+        others).  ``model``: a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited,
+        solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
         """
+        data = self._fit_data(X, y, task)
         self.check(data)
         if model is not None:
             self._check_spec(model, data)
@@ -105,6 +137,26 @@ class MTLEstimator:
         result.wall_time = time.perf_counter() - start
         self._adopt(result, data)
         return self
+
+    def _fit_data(self, X, y, task) -> MultiTaskData:
+        """The MultiTaskData of fit's arguments; sets ``n_features_in_`` and ``feature_names_in_``."""
+        if isinstance(X, MultiTaskData):
+            if y is not None or task is not None:
+                raise InvalidDataError(
+                    f"{type(self).__name__}.fit(MultiTaskData) takes no y or task: the data hold "
+                    f"them; pass fit(data), or fit(X, y, task=labels) with arrays.")
+            self.n_features_in_ = X.n_features
+            self.feature_names_in_ = np.asarray(X.feature_names, dtype=object)
+            return X
+        if y is None:
+            raise InvalidDataError(
+                f"{type(self).__name__}.fit expects a MultiTaskData, or a design X (2-D array or "
+                f"DataFrame) with y and task= labels per row; got {type(X).__name__} without y "
+                f"({type(self).__name__} requires y to be passed, but the target y is None). "
+                f"Build data with MultiTaskData(Xs, ys) or MultiTaskData.from_frame(df, ...).")
+        X, y = _validated(self, X, y, reset=True, y_numeric=True, ensure_min_samples=2)
+        names = getattr(self, "feature_names_in_", None)
+        return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
 
     def pyomo_model(self, data: MultiTaskData) -> ModelSpec:
         """The estimator's optimization model on ``data``, to edit with Pyomo and solve with
@@ -126,7 +178,7 @@ class MTLEstimator:
         digest = hashlib.sha1()
         for array in (*data.Xs, *data.ys):
             digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
-        params = {k: v for k, v in self.get_params().items() if k != "solve_options"}
+        params = {k: v for k, v in self.get_params(deep=False).items() if k != "solve_options"}
         return ((type(self).__name__, repr(params)),
                 (tuple(X.shape for X in data.Xs), digest.hexdigest()))
 
@@ -172,7 +224,7 @@ class MTLEstimator:
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
         """Make ``result`` this estimator's ``result_``, with what every result records about
         the fit: the parameters and the (task, feature) pairs the data leave unidentified."""
-        result.params = {k: _recorded(v) for k, v in self.get_params().items()
+        result.params = {k: _recorded(v) for k, v in self.get_params(deep=False).items()
                          if _is_plain(v) or _is_records(v)}
         mask = self._unidentified_mask(data)
         if mask is not None:
@@ -208,16 +260,64 @@ class MTLEstimator:
 
     def _check_is_fitted(self) -> None:
         if not hasattr(self, "result_"):
-            raise NotFittedError(
+            raise _NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call fit(data) first.")
 
-    def predict(self, data) -> list[np.ndarray]:
-        """Predictions per task.
+    def predict(self, X, task=None, *, unseen: str = "raise"):
+        """Predictions: a 1-D array in row order for a design ``X`` (2-D array or DataFrame with
+        ``task`` labels per row, as in fit), or a list of per-task arrays for a MultiTaskData
+        (tasks matched to the fitted ones by name) or a list of design matrices (one per fitted
+        task, in order).
 
-        ``data`` is a MultiTaskData whose tasks are matched to the fitted ones
-        by name, or a list of design matrices, one per fitted task in order.
+        A task not seen in fit is refused, unless ``unseen="global"``: its rows get the fitted
+        global / centre model (``global_model``) where the method has one.
         """
         self._check_is_fitted()
+        if unseen not in ("raise", "global"):
+            raise InvalidParameterError(f"unseen must be 'raise' or 'global'; got {unseen!r}.")
+        if isinstance(X, MultiTaskData) or _is_design_list(X):
+            if task is not None:
+                raise InvalidDataError(
+                    "predict(MultiTaskData or list of designs) takes no task=: the tasks are the "
+                    "data's (or the fitted ones, in order).")
+            return self._predict_tasks(X)
+        X = _validated(self, X, reset=False)
+        names, rows = task_rows(_labels(task, len(X), self.task_names_))
+        out = np.empty(len(X))
+        for name, r in zip(names, rows):
+            coef, intercept = self._task_model(name, unseen)
+            out[r] = X[r] @ coef + intercept
+        return out
+
+    def _task_model(self, name: str, unseen: str) -> tuple[np.ndarray, float]:
+        """(coef, intercept) that predict uses for task ``name``."""
+        if name in self.task_names_:
+            k = self.task_names_.index(name)
+            return self.coef_[k], self.intercept_[k]
+        fitted = ", ".join(map(repr, self.task_names_[:10])) + (
+            ", ..." if len(self.task_names_) > 10 else "")
+        if unseen == "raise":
+            hint = (" Pass unseen='global' to use the global model for it."
+                    if self._global_model() is not None else "")
+            raise InvalidDataError(
+                f"task {name!r} was not seen in fit (fitted tasks: {fitted}).{hint}")
+        model = self._global_model()
+        if model is None:
+            raise InvalidDataError(
+                f"task {name!r} was not seen in fit, and this {type(self).__name__} has no "
+                f"global model to predict it with (unseen='global' needs MOLAR, MOLARLogistic, "
+                f"ARMUL(structure='vanilla'), PooledOLS or DataPooling); fitted tasks: {fitted}.")
+        return model
+
+    def _global_model(self) -> tuple[np.ndarray, float] | None:
+        """The fitted global / centre model (coef (p,), intercept), or None when there is none."""
+        if self.global_model is None or not all(hasattr(self, a) for a in self.global_model):
+            return None
+        coef, intercept = (getattr(self, a) for a in self.global_model)
+        return np.asarray(coef, dtype=float), float(intercept)
+
+    def _predict_tasks(self, data) -> list[np.ndarray]:
+        """Predictions per task of a MultiTaskData (tasks by name) or a list of designs."""
         if isinstance(data, MultiTaskData):
             unknown = [t for t in data.task_names if t not in self.task_names_]
             if unknown:
@@ -241,6 +341,56 @@ class MTLEstimator:
                     f"got shape {X.shape}.")
             out.append(X @ self.coef_[k] + self.intercept_[k])
         return out
+
+    def score(self, X, y=None, *, task=None, sample_weight=None) -> float:
+        """R^2 of ``predict`` (higher is better), over all rows of all tasks: ``X`` as in
+        ``predict``; with a MultiTaskData, y comes from the data."""
+        if isinstance(X, MultiTaskData):
+            y, predicted = np.concatenate(X.ys), np.concatenate(self.predict(X))
+        else:
+            predicted = self.predict(X, task=task)
+        return float(r2_score(y, predicted, sample_weight=sample_weight))
+
+
+class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
+    """mtl_opt's NotFittedError that scikit-learn also recognizes as its own (``errors`` does not
+    import scikit-learn)."""
+
+
+def _validated(estimator, X, y=None, *, reset: bool, **options):
+    """scikit-learn's input validation (also ``n_features_in_`` and ``feature_names_in_``: set
+    with ``reset``, else checked), its refusals raised as InvalidDataError."""
+    try:
+        from sklearn.utils.validation import validate_data
+    except ImportError:   # scikit-learn < 1.6
+        def validate_data(est, *args, **kwargs):
+            return est._validate_data(*args, **kwargs)
+    args = (X,) if y is None else (X, y)
+    try:
+        return validate_data(estimator, *args, reset=reset, **options)
+    except (ValueError, TypeError) as exc:
+        raise InvalidDataError(f"{type(estimator).__name__}: {exc}") from None
+
+
+def _labels(task, n: int, fitted: list[str]) -> list[str]:
+    """predict's per-row task labels as str; without ``task``, the one fitted task (if one)."""
+    if task is None:
+        if len(fitted) != 1:
+            raise InvalidDataError(
+                f"predict needs task= (one label per row): this estimator was fitted on "
+                f"{len(fitted)} tasks.")
+        return [fitted[0]] * n
+    labels = np.asarray(task)
+    if labels.ndim != 1 or len(labels) != n:
+        raise InvalidDataError(
+            f"task must hold one label per row of X: {n} labels; got shape {labels.shape}.")
+    return [str(v) for v in labels.tolist()]
+
+
+def _is_design_list(X) -> bool:
+    """Whether ``X`` is predict's older input: a list of per-task 2-D design arrays."""
+    return (isinstance(X, (list, tuple)) and bool(X)
+            and all(isinstance(x, np.ndarray) and x.ndim == 2 for x in X))
 
 
 def _is_records(value) -> bool:

@@ -84,6 +84,9 @@ class PooledOLS(MTLEstimator):
     def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
         return np.tile(~self._fitted(data), (data.n_tasks, 1))
 
+    def _global_model(self):
+        return self.coef_[0], float(self.intercept_[0])   # every task's model is the pooled one
+
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         return _least_squares_spec(self, data, np.tile(self._fitted(data), (data.n_tasks, 1)),
                                    np.full(data.n_tasks, 1.0 / data.n_total), pooled=True)

@@ -122,6 +122,7 @@ class MOLAR(MTLEstimator):
 
     identification = "collinear"
     method = "molar"
+    global_model = ("global_coef_", "global_intercept_")
     param_constraints = {
         "threshold": [OneOf(formulation.THRESHOLDS)],
         "c_gamma": [Interval(0.0, None)],

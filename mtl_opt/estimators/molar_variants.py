@@ -158,6 +158,7 @@ class MOLARLogistic(MTLEstimator):
     """
 
     method = "molar_logistic"
+    global_model = ("global_coef_", "global_intercept_")
     algorithm = "closed_form"   # the weighted median of ``molar_methods`` it runs (no choice)
     identification = "collinear"
     param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
@@ -198,6 +199,7 @@ class MOLARLogistic(MTLEstimator):
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "weights": fit.weights})
 
-    def predict_proba(self, data) -> list[np.ndarray]:
-        """P(y = 1 | x) per task (same task matching as ``predict``)."""
-        return [scipy.special.expit(eta) for eta in self.predict(data)]
+    def predict_proba(self, X, task=None, *, unseen="raise"):
+        """P(y = 1 | x) (arguments and shapes as in ``predict``)."""
+        eta = self.predict(X, task, unseen=unseen)
+        return [scipy.special.expit(e) for e in eta] if isinstance(eta, list) else scipy.special.expit(eta)

@@ -217,7 +217,7 @@ class SparseMTL(MTLEstimator):
             warnings.warn(f"certify's solver= is deprecated and will be removed in the next "
                           f"release: write algorithm={solver!r}.", DeprecationWarning, stacklevel=2)
             algorithm = solver
-        checker = type(self)(**{**self.get_params(), "algorithm": algorithm, "solver": None,
+        checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm, "solver": None,
                                 "backend": backend})
         checker.check(data)
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)

@@ -80,7 +80,7 @@ def check_tasks(Xs, ys, owner) -> MultiTaskData:
     data = MultiTaskData(Xs, ys)
     if data.n_features < 2:
         raise InvalidParameterError(
-            f"{owner}: lambda_m = c_lambda sqrt(ln(d) / n_m) is 0 for d = 1 feature; use OLS instead.")
+            f"{owner}: lambda_m = c_lambda sqrt(ln(d) / n_m) is 0 for d = 1 feature (n_features = 1); use OLS instead.")
     return data
 
 

@@ -77,6 +77,15 @@ class SolveOptions:
                 object.__setattr__(self, name, float(getattr(self, name)))
         object.__setattr__(self, "solver_options", MappingProxyType(dict(self.solver_options)))
 
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The fields by name: scikit-learn's ``get_params(deep=True)`` of an estimator lists
+        them as ``solve_options__<field>`` (which its ``set_params`` takes)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __sklearn_clone__(self) -> SolveOptions:
+        """scikit-learn's ``clone``: an immutable record is its own clone."""
+        return self
+
     def with_updates(self, **updates: Any) -> SolveOptions:
         """Return a validated copy with ``updates`` applied.
 
