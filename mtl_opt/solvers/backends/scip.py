@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import functools
+import math
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyomo.environ as pyo
@@ -68,6 +71,7 @@ class ScipBackend(Backend):
         "unknown": "error",
     }
     INTERRUPTED = frozenset({"userinterrupt"})
+    NATIVE_LOG = {"display/verblevel": 4}
     LP_OPTIONS = {"presolving/maxrounds": 0, "propagating/maxrounds": 0,
                   "propagating/maxroundsroot": 0}
 
@@ -76,20 +80,22 @@ class ScipBackend(Backend):
                 "limits/memory": default_memory_limit_mb(),
                 "limits/absgap": opts.abs_gap, "lp/threads": opts.threads,
                 "randomization/randomseedshift": opts.seed,
-                "display/verblevel": 4 if opts.verbose else 0}
+                "display/verblevel": 0}   # verbose shows mtl_opt's table; SCIP's own log is NATIVE_LOG
 
     def _set_time_limit(self, native_model: Any, seconds: float) -> None:
         native_model.setParam("limits/time", seconds)
 
     @contextlib.contextmanager
-    def _checked_translation(self, solver: Any, deadline: Deadline):
+    def _checked_translation(self, solver: Any, deadline: Deadline, progress: Callable | None):
         # Pyomo builds the SCIP model constraint by constraint in Python (~6 s for a Big-M MIQP
         # with 600,000 nonzeros): check the deadline between constraints (scip_direct builds a
-        # fresh model per solve, so one cut short leaves nothing behind).
+        # fresh model per solve, so one cut short leaves nothing behind), and beat the heartbeat.
         add = solver._add_constraint
 
         def checked(constraint):
             deadline.check()
+            if progress is not None:
+                progress(None, None, None)
             add(constraint)
 
         solver._add_constraint = checked
@@ -100,6 +106,19 @@ class ScipBackend(Backend):
 
     def _native_status(self, native_model: Any) -> tuple[str, float]:
         return native_model.getStatus(), native_model.getGap()
+
+    def version(self) -> str:
+        """SCIP's own version and the PySCIPOpt that reaches it, e.g. ``"10.0.0 (PySCIPOpt 6.3.0)"``."""
+        self._require_available()
+        return _versions()
+
+    def _node_count(self, native_model: Any) -> int:
+        return native_model.getNNodes()
+
+    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+        native_model.includeEventhdlr(EventWatcher(progress), "mtl_opt_progress",
+                                      "mtl_opt's live log (solvers.progress)")
+        return lambda: None   # scip_direct builds a fresh model per solve
 
     def _new_native_model(self) -> Any:
         import pyscipopt
@@ -132,8 +151,8 @@ class ScipBackend(Backend):
 
     def set_options(self, scip: Any, opts: SolveOptions) -> None:
         """Set ``opts`` on the pyscipopt Model ``scip`` as ``solve`` would: ``solver_options``
-        checked first (InvalidParameterError naming a bad one), then translated; output only
-        when ``opts.verbose``."""
+        checked first (InvalidParameterError naming a bad one), then translated; SCIP's own log
+        (``display/verblevel`` in ``solver_options``) only when ``opts.verbose``."""
         self._reject_bad_options(opts.solver_options)
         scip.setParams(self.native_options(opts))
         scip.hideOutput(not opts.verbose)
@@ -150,6 +169,58 @@ class ScipBackend(Backend):
         return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
                 * scip.getDualsolLinear(row) for con, row in rows.items()}
 
+
+
+@functools.cache
+def _versions() -> str:
+    import pyscipopt
+
+    scip = pyscipopt.Model()
+    return (f"{scip.getMajorVersion()}.{scip.getMinorVersion()}.{scip.getTechVersion()} "
+            f"(PySCIPOpt {pyscipopt.__version__})")
+
+
+try:
+    from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+except ImportError:  # the backend reports SCIP missing before a watcher is made
+    Eventhdlr = object
+
+
+class EventWatcher(Eventhdlr):
+    """SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``) at
+    most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better dual bounds and
+    the cuts of each separation round (SCIP's root can separate for minutes in one node, between
+    LPSOLVED events)."""
+
+    EVERY = 0.05
+
+    def __init__(self, progress: Callable):
+        self.progress, self.last = progress, -math.inf
+
+    @staticmethod
+    def events():
+        return (SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED | SCIP_EVENTTYPE.BESTSOLFOUND
+                | SCIP_EVENTTYPE.DUALBOUNDIMPROVED | SCIP_EVENTTYPE.ROWADDEDSEPA
+                | SCIP_EVENTTYPE.PRESOLVEROUND)
+
+    def eventinit(self):
+        self.model.catchEvent(self.events(), self)
+
+    def eventexit(self):
+        self.model.dropEvent(self.events(), self)
+
+    def eventexec(self, event):
+        now = time.perf_counter()
+        if now - self.last < self.EVERY:
+            return {}
+        self.last, scip = now, self.model
+        self.progress(_finite(scip.getPrimalbound()), _finite(scip.getDualbound()), scip.getNNodes())
+        return {}
+
+
+def _finite(value: float) -> float | None:
+    """SCIP's figure, or None for its infinity (1e20)."""
+    return float(value) if abs(value) < 1e20 else None
 
 
 def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:
