@@ -145,7 +145,7 @@ def _solve(args) -> int:
     result = estimator.fit(data).result_
     result.to_json(out)
     if not args.quiet:
-        print(result.summary())
+        print(f"{chr(10) if verbose else ''}{result.summary()}")
         print(f"  {'Result':<12} {out}")
     return ExitCode.OK
 

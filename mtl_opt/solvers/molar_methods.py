@@ -61,7 +61,7 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
     backend = pick_backend("lp", backend_name)
     frame = formulation.MedianFrame.of(local, weights)
     model = formulation.build_median_lp(*frame.to_unit(local, weights))
-    run = backend.solve(model, "lp", options, deadline=deadline, progress=progress.solver_callback())
+    run = backend.solve(model, "lp", options, deadline=deadline, progress=progress.heartbeat)
     native = {**run.native, "solver": run.solver, "solver_version": run.solver_version}
     if not run.has_solution:
         if run.status != "time_limit":

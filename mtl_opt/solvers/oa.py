@@ -226,7 +226,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
                 break
             margin = dual_bound_margin(master, backend.dual_tolerance(options))
             run = backend.solve(master, "lp", options, persistent=True, deadline=deadline,
-                                progress=progress.solver_callback())
+                                progress=progress.heartbeat)
             if not run.has_solution or run.objective is None:
                 break
             bounds.append(run.objective - margin)

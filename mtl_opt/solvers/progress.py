@@ -76,6 +76,11 @@ class Progress:
                 print(_HEADER, file=self._stream)
             print(format_row(row, self.scale), file=self._stream, flush=True)
 
+    def heartbeat(self, *figures) -> None:
+        """A ``Backend.solve(progress=...)`` callback for an LP: a row when due, the solver's
+        figures ignored (an LP's are neither nodes nor, mid-solve, bounds)."""
+        self.update()
+
     def solver_callback(self, lower_bound_of=lambda bound: None, nodes_before: int = 0):
         """A ``Backend.solve(progress=...)`` callback: the solver's (incumbent, bound, nodes) as a
         heartbeat here.  The solver's incumbent is not taken (the run's is the objective of a point

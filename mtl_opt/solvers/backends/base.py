@@ -109,7 +109,7 @@ class BackendResult:
     native : dict
         Native figures, unmodified: ``status`` (the solver's own status
         string), ``gap`` (the solver's own gap definition), ``nodes`` (its
-        branch-and-bound nodes, 0 for a continuous model) and
+        branch-and-bound nodes, 0 for an LP) and
         ``termination_condition`` (Pyomo's).
     """
 
@@ -301,7 +301,7 @@ class Backend(abc.ABC):
             solver=self.label, solver_version=self.version(), wall_time=wall_time,
             problem_class=problem_class,
             native={"status": native_status, "gap": native_gap,
-                    "nodes": self._node_count(solver._solver_model),
+                    "nodes": 0 if problem_class == LP else self._node_count(solver._solver_model),
                     "termination_condition": results.termination_condition.name},
             _results=results,
         )
