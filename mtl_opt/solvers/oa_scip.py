@@ -29,6 +29,7 @@ from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
+from .backends.base import ticking
 from .backends.scip import EventWatcher
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
@@ -83,7 +84,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     started = deadline.remaining() > 0
     try:
         if started:
-            with native_streams(options.verbose):   # SoPlex writes to std::cerr itself
+            with native_streams(options.verbose), ticking(progress.heartbeat):   # SoPlex writes to std::cerr itself
                 _optimize(scip, handler, options, deadline, margin)
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
@@ -123,7 +124,7 @@ def _optimize(scip, handler: "_CutHandler", options: SolveOptions, deadline: Dea
     while (left := deadline.remaining()) > 0:
         if left < np.inf:   # SCIP's clock runs on across resumes
             scip.setParam("limits/time", scip.getSolvingTime() + left)
-        scip.optimize()
+        scip.optimizeNogil()   # callbacks take the GIL back; between them, ``ticking`` beats
         lower = _lower_bound(scip, margin())
         if (scip.getStatus() != "gaplimit" or own_rule or lower is None
                 or relative_gap(handler.upper, lower) <= options.rel_gap

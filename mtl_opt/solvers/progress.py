@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import time
 
 from ..result import relative_gap
@@ -43,6 +44,7 @@ class Progress:
         self.nodes = 0
         self._stream = sys.stdout   # the console: a solver's own capture may replace sys.stdout
         self._last = -math.inf
+        self._lock = threading.Lock()   # a solver's callbacks and the backend's heartbeat thread
 
     def due(self) -> bool:
         """Whether a row is due (the last one is ``every`` seconds old)."""
@@ -52,6 +54,10 @@ class Progress:
                nodes: int | None = None, *, force: bool = False, **extra) -> None:
         """Keep the figures given (None keeps the last one), and write a row when one is due or
         ``force``; ``extra`` keys (e.g. ``iteration``, ``cuts``) go on that row only."""
+        with self._lock:
+            self._update(incumbent, lower_bound, nodes, force, extra)
+
+    def _update(self, incumbent, lower_bound, nodes, force, extra) -> None:
         if incumbent is not None and math.isfinite(incumbent):
             self.incumbent = float(incumbent)
         if lower_bound is not None and math.isfinite(lower_bound):
@@ -67,7 +73,7 @@ class Progress:
                "nodes": self.nodes}
         last = self.rows[-1] if self.rows else {}
         if force and all(last.get(key) == value for key, value in row.items() if key != "time"):
-            last.update(extra)   # nothing moved since the last row: it takes the extra keys
+            last.update(extra, time=row["time"])   # nothing moved since the last row: it is moved here
             return
         row.update(extra)
         self.rows.append(row)

@@ -139,6 +139,16 @@ class ScipBackend(Backend):
 
         return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
 
+    def _releasing_gil(self, wanted: bool) -> contextlib.AbstractContextManager:
+        # Pyomo's scip_direct calls Model().optimize(), which holds the GIL: SCIP's strong branching
+        # at the root ran 7-10 s without an event in a 60 s MIQP.  Its models are made of a Model
+        # whose optimize() is pyscipopt's optimizeNogil() (callbacks take the GIL back).
+        if not wanted:
+            return contextlib.nullcontext()
+        import pyscipopt
+
+        return _patched(pyscipopt, "Model", _released_model())
+
     # --- for code that drives SCIP itself (single-tree OA's constraint handler) ------------
 
     def native_model(self, model: pyo.Block) -> tuple[Any, Mapping[Any, Any]]:
@@ -169,6 +179,17 @@ class ScipBackend(Backend):
         return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
                 * scip.getDualsolLinear(row) for con, row in rows.items()}
 
+
+
+@functools.cache
+def _released_model() -> type:
+    """pyscipopt's Model, its optimize() releasing the GIL (``optimizeNogil``)."""
+    import pyscipopt
+
+    class Model(pyscipopt.Model):
+        def optimize(self):
+            self.optimizeNogil()
+    return Model
 
 
 @functools.cache
