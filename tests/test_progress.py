@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyomo.environ as pyo
 import pytest
 
 from mtl_opt.bench.command import cell_progress
@@ -68,6 +69,20 @@ def test_every_exact_path_logs_rows_through_its_run_and_plots_them(heartbeat, tm
     assert len(ax.lines) == 2 and len(ax.lines[0].get_xdata()) == len(rows)
     ax.figure.savefig(tmp_path / "progress.png")
     assert (tmp_path / "progress.png").stat().st_size > 1000
+
+
+def test_an_edited_model_logs_its_heartbeat(heartbeat):
+    """The README's edit-the-model route (``fit(data, model=spec)``): rows through the solve."""
+    instance = load_instance(LIBRARY / "medium_sparse_zbar.toml")
+    data = instance.load_data()
+    estimator = instance.estimator(algorithm="miqp", backend="scip", time_limit=3.0)
+    spec = estimator.pyomo_model(data)
+    spec.model.user = pyo.Constraint(expr=spec.model.beta[0, 0] + spec.model.beta[1, 0] >= -1e6)
+    result = estimator.fit(data, model=spec).result_
+    times = [row["time"] for row in result.log]
+    assert all(set(LOG_KEYS) <= set(row) for row in result.log)
+    assert any(times[0] < t < times[-1] for t in times)
+    assert result.log[-1]["nodes"] == result.native["nodes"] >= 0
 
 
 def test_molar_lp_logs_its_rows():
