@@ -87,7 +87,8 @@ class Method:
     ``certifies``: whether its runs carry a proven lower bound, and ``bound_source`` says what
     that bound is.  ``refuse(problem, backend)`` says why it cannot run (None when it can),
     cheaply, before any work.  ``solve(problem, incumbent, options, deadline, backend,
-    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``).
+    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``); an exact
+    method's settings include ``progress`` (``solvers.progress.Progress``: its live log).
     """
 
     name: str

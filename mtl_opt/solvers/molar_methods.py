@@ -42,7 +42,7 @@ def _closed_form(problem: MedianProblem, incumbent, options, deadline, backend) 
     z = formulation.weighted_median(problem.values, problem.weights, axis=0)
     bound, source = _point_bound(problem, z)
     return SolverRun(z, problem.objective(z), bound, "converged", [],
-                     {"solver": "numpy", "solver_version": np.__version__, "bound": source})
+                     {"solver": "numpy", "solver_version": np.__version__, "bound": source, "nodes": 0})
 
 
 def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> SolverRun:

@@ -20,7 +20,6 @@ when it is feasible.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyomo.environ as pyo
 

@@ -30,7 +30,7 @@ from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspec
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from .backends.base import ticking
-from .backends.scip import EventWatcher
+from .backends.scip import event_watcher
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
 from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, fitted_options, initial_master
@@ -78,13 +78,15 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     handler.add_start()
     margin = functools.partial(dual_bound_margin, handler, backend.dual_tolerance(options))
     progress.update(handler.upper, None, 0, force=True)
-    scip.includeEventhdlr(EventWatcher(lambda _, bound, nodes: progress.due() and progress.update(
-        handler.upper, None if bound is None else bound - margin(), nodes)),
-        "mtl_opt_progress", "mtl_opt's live log (solvers.progress)")
+    def seen(incumbent, bound, nodes):   # SCIP's incumbent is the handler's, refitted
+        if progress.due():
+            progress.update(handler.upper, None if bound is None else bound - margin(), nodes)
+    scip.includeEventhdlr(event_watcher()(seen), "mtl_opt_progress", "mtl_opt's live log (solvers.progress)")
     started = deadline.remaining() > 0
     try:
         if started:
-            with native_streams(options.verbose), ticking(progress.heartbeat):   # SoPlex writes to std::cerr itself
+            # SoPlex writes to std::cerr itself; SCIP runs without the GIL, so ``ticking`` beats
+            with native_streams(options.verbose), ticking(progress.heartbeat):
                 _optimize(scip, handler, options, deadline, margin)
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc

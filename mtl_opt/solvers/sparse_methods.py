@@ -56,7 +56,7 @@ def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local
                              deadline=deadline)
     # cut short by the deadline, its best answer so far is not bcd's finished answer
     return SolverRun(B, problem.objective(B), None, "time_limit" if cut_short(log) else "converged", log,
-                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter})
+                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter, "nodes": 0})
 
 
 def _oa(problem, incumbent, options, deadline, backend, progress=None):

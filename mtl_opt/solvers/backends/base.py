@@ -468,9 +468,9 @@ TICK = 0.5
 @contextlib.contextmanager
 def ticking(progress: Callable | None):
     """Call ``progress(None, None, None)`` every ``TICK`` seconds from a thread while the block
-    runs: the heartbeat where a solver releases the GIL but calls no callback for a while (HiGHS
-    inside its sub-MIP heuristics: 9 s in a 60 s OA master).  SCIP holds the GIL: its event
-    handler beats instead."""
+    runs: the heartbeat where a solver calls no callback for a while (HiGHS inside its sub-MIP
+    heuristics: 9 s in a 60 s OA master; SCIP in strong branching: 10 s in a 60 s MIQP).  The
+    solver must release the GIL meanwhile: highspy does, SCIP through ``_releasing_gil``."""
     if progress is None:
         yield
         return

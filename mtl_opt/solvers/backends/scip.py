@@ -116,7 +116,7 @@ class ScipBackend(Backend):
         return native_model.getNNodes()
 
     def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
-        native_model.includeEventhdlr(EventWatcher(progress), "mtl_opt_progress",
+        native_model.includeEventhdlr(event_watcher()(progress), "mtl_opt_progress",
                                       "mtl_opt's live log (solvers.progress)")
         return lambda: None   # scip_direct builds a fresh model per solve
 
@@ -201,45 +201,42 @@ def _versions() -> str:
             f"(PySCIPOpt {pyscipopt.__version__})")
 
 
-try:
+@functools.cache
+def event_watcher() -> type:
+    """The SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``)
+    at most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better dual bounds,
+    presolve rounds and the cuts of each separation round (SCIP's root can separate for minutes
+    in one node, between LPSOLVED events).  Made on first use (pyscipopt is imported then)."""
     from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
-except ImportError:  # the backend reports SCIP missing before a watcher is made
-    Eventhdlr = object
 
+    events = (SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED | SCIP_EVENTTYPE.BESTSOLFOUND
+              | SCIP_EVENTTYPE.DUALBOUNDIMPROVED | SCIP_EVENTTYPE.ROWADDEDSEPA
+              | SCIP_EVENTTYPE.PRESOLVEROUND)
 
-class EventWatcher(Eventhdlr):
-    """SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``) at
-    most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better dual bounds and
-    the cuts of each separation round (SCIP's root can separate for minutes in one node, between
-    LPSOLVED events)."""
+    class EventWatcher(Eventhdlr):
+        EVERY = 0.05
 
-    EVERY = 0.05
+        def __init__(self, progress: Callable):
+            self.progress, self.last = progress, -math.inf
 
-    def __init__(self, progress: Callable):
-        self.progress, self.last = progress, -math.inf
+        def eventinit(self):
+            self.model.catchEvent(events, self)
 
-    @staticmethod
-    def events():
-        return (SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED | SCIP_EVENTTYPE.BESTSOLFOUND
-                | SCIP_EVENTTYPE.DUALBOUNDIMPROVED | SCIP_EVENTTYPE.ROWADDEDSEPA
-                | SCIP_EVENTTYPE.PRESOLVEROUND)
+        def eventexit(self):
+            self.model.dropEvent(events, self)
 
-    def eventinit(self):
-        self.model.catchEvent(self.events(), self)
-
-    def eventexit(self):
-        self.model.dropEvent(self.events(), self)
-
-    def eventexec(self, event):
-        now = time.perf_counter()
-        if now - self.last < self.EVERY:
+        def eventexec(self, event):
+            now = time.perf_counter()
+            if now - self.last < self.EVERY:
+                return {}
+            self.last, scip = now, self.model
+            self.progress(_below_infinity(scip.getPrimalbound()),
+                          _below_infinity(scip.getDualbound()), scip.getNNodes())
             return {}
-        self.last, scip = now, self.model
-        self.progress(_finite(scip.getPrimalbound()), _finite(scip.getDualbound()), scip.getNNodes())
-        return {}
+    return EventWatcher
 
 
-def _finite(value: float) -> float | None:
+def _below_infinity(value: float) -> float | None:
     """SCIP's figure, or None for its infinity (1e20)."""
     return float(value) if abs(value) < 1e20 else None
 
