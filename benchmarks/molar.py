@@ -94,7 +94,7 @@ def headline(args, backends):
     for label, (_, results) in out.items():
         if not label.startswith("MOLAR"):
             continue
-        stages = 1e3 * np.median([[r["time"] for r in res.log] for res in results], axis=0)
+        stages = 1e3 * np.median([[r["time"] for r in res.log if "stage" in r] for res in results], axis=0)
         print(f"| {label} | {stages[0]:.1f} | {stages[1]:.2f} | {stages[2]:.2f} | "
               f"{np.median([r.objective for r in results]):.6g} | "
               f"{np.median([r.lower_bound for r in results]):.6g} | "

@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--out", type=Path,
                        help="where to write the JSON result (default: out/<instance name>.json)")
     solve.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    solve.add_argument("-v", "--verbose", action="store_true",
+                       help="print the solver's progress as it goes: a row (time, incumbent, lower "
+                            "bound, gap, nodes) at least every second (sets [solve] verbose)")
 
     validate = commands.add_parser("validate", help="check an instance file and its data without solving")
     validate.add_argument("instance", type=Path)
@@ -125,8 +128,13 @@ def _solve(args) -> int:
     instance = load_instance(args.instance)
     out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
     data = instance.load_data()
+    from .estimators import ESTIMATORS
+
+    # --verbose where there is a solver to watch (a method without one has no [solve] options)
+    verbose = args.verbose and "solve_options" in ESTIMATORS[instance.method].param_names()
     estimator = instance.estimator(backend=args.backend, algorithm=args.algorithm,
-                                   time_limit=args.time_limit, rel_gap=args.rel_gap)
+                                   time_limit=args.time_limit, rel_gap=args.rel_gap,
+                                   verbose=verbose or None)
     instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
     if not args.quiet:
         params = {**instance.params, **({"algorithm": args.algorithm} if args.algorithm else {})}
@@ -137,7 +145,7 @@ def _solve(args) -> int:
     result = estimator.fit(data).result_
     result.to_json(out)
     if not args.quiet:
-        print(result.summary())
+        print(f"{chr(10) if verbose else ''}{result.summary()}")
         print(f"  {'Result':<12} {out}")
     return ExitCode.OK
 
@@ -180,11 +188,11 @@ def _export(args) -> int:
 def _solvers(args) -> int:
     from .solvers.backends import CAPABILITIES, list_backends
 
-    header = f"{'backend':<8} {'available':<10} {'version':<10} " + " ".join(f"{c:<9}" for c in CAPABILITIES)
+    header = f"{'backend':<8} {'available':<10} {'version':<25} " + " ".join(f"{c:<9}" for c in CAPABILITIES)
     print(header)
     for row in list_backends():
         caps = " ".join(f"{'yes' if row[c] else 'no':<9}" for c in CAPABILITIES)
-        print(f"{row['name']:<8} {'yes' if row['available'] else 'no':<10} {row['version'] or '-':<10} {caps}")
+        print(f"{row['name']:<8} {'yes' if row['available'] else 'no':<10} {row['version'] or '-':<25} {caps}")
     return ExitCode.OK
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from .errors import InvalidParameterError
+
+_MISSING = "plotting needs matplotlib: pip install 'mtl_opt[plot]'."
 
 
 def pyplot():
@@ -12,5 +16,43 @@ def pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InvalidParameterError("plotting needs matplotlib: pip install 'mtl_opt[plot]'.") from None
+        raise InvalidParameterError(_MISSING) from None
     return plt
+
+
+def plot_progress(result, ax=None):
+    """The incumbent and the lower bound of a fit against time, from its log (``result.log``: a
+    FitResult, or the rows themselves); the Axes drawn on (a new Figure's when ``ax`` is None:
+    save it with ``ax.figure.savefig(path)``).
+
+    Every exact path logs rows of time, incumbent, lower_bound, gap and nodes
+    (``solvers.progress``); a figure not known yet (e.g. no bound before the first one) is a gap
+    in its line.  A log without such rows (a heuristic fit) is an InvalidParameterError.
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise InvalidParameterError(_MISSING) from None
+    rows = [row for row in getattr(result, "log", result) if _number(row.get("time"))]
+    lines = {key: [row[key] if _number(row.get(key)) else math.nan for row in rows]
+             for key in ("incumbent", "lower_bound")}
+    if not any(_number(v) for values in lines.values() for v in values):
+        raise InvalidParameterError(
+            "this result has no progress log to plot (rows with time, incumbent and lower_bound): "
+            "its method logs none; exact algorithms do (e.g. algorithm='exact').")
+    if ax is None:
+        ax = Figure(figsize=(6, 4), layout="constrained").subplots()
+    times = [row["time"] for row in rows]
+    ax.step(times, lines["incumbent"], where="post", label="incumbent", color="tab:blue")
+    ax.step(times, lines["lower_bound"], where="post", label="lower bound", color="tab:orange")
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("objective")
+    name = " ".join(str(getattr(result, key, "")) for key in ("method", "algorithm", "status")).strip()
+    if name:
+        ax.set_title(name)
+    ax.legend()
+    return ax
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -391,7 +391,9 @@ def test_every_common_option_is_a_valid_native_option(name, capfd):
         res = backend.solve(lp_0(), "lp", opts)
         assert res.status == "optimal"
     assert capfd.readouterr().out == ""  # quiet unless verbose
-    backend.solve(lp_0(), "lp", SolveOptions(verbose=True))
+    backend.solve(lp_0(), "lp", SolveOptions(verbose=True))   # mtl_opt's table only (none here)
+    assert "2.5" not in capfd.readouterr().out
+    backend.solve(lp_0(), "lp", SolveOptions(verbose=True, solver_options=backend.NATIVE_LOG))
     assert "2.5" in capfd.readouterr().out
 
 

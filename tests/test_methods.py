@@ -157,9 +157,9 @@ def test_the_fit_deadline_reaches_the_method(monkeypatch):
     seen = []
     method = sparse_methods.METHODS["oa_multi_tree"]
 
-    def spy(problem, incumbent, options, deadline, backend):
+    def spy(problem, incumbent, options, deadline, backend, **settings):
         seen.append(deadline)
-        return method.solve(problem, incumbent, options, deadline, backend)
+        return method.solve(problem, incumbent, options, deadline, backend, **settings)
 
     monkeypatch.setitem(sparse_methods.METHODS, "oa_multi_tree", replace(method, solve=spy))
     start = time.perf_counter()

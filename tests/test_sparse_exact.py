@@ -14,7 +14,7 @@ from mtl_opt.estimators import SparseMTL
 
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
 from mtl_opt.solvers.backends import get_backend
-from mtl_opt.solvers import bnb
+from mtl_opt.solvers import bnb, progress
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
@@ -460,26 +460,31 @@ def test_bnb_stopped_early_keeps_a_valid_bound_and_returns_in_time():
 
 
 def test_bnb_logs_its_gap_over_time(monkeypatch):
-    """A row after the first step (up to ``BATCH`` nodes), then one per LOG_EVERY seconds (0 here:
-    every step), and the final one, which carries the run's bound: the trace ``mtl-opt bench``
-    plots.  Every row's bound is below the enumerated optimum and its incumbent above it."""
-    monkeypatch.setattr(bnb, "LOG_EVERY", 0.0)
+    """A row at the start (the incumbent, no bound yet), then one per ``progress.EVERY`` seconds
+    (0 here: every step of up to ``BATCH`` nodes), and the final one (merged into the last step's
+    when nothing moved), which carries the run's bound: the trace ``mtl-opt bench`` plots.  Every
+    row's bound is below the enumerated optimum and its incumbent above it."""
+    monkeypatch.setattr(progress, "EVERY", 0.0)
     problem, _ = random_problem("cs_l2", 7003, K=2, p=10, n=6, s=3)
     problem = problem.with_params(lambda_ridge=1e-3)
     optimum = brute_force_optimum(problem)
     result = solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10)))
-    nodes = [row["iteration"] for row in result.log]
-    steps = np.diff([0] + nodes[:-1])   # nodes taken by each step, one row each
-    assert len(result.log) > 3 and all(0 <= step <= bnb.BATCH for step in steps)
-    assert nodes[-2] == nodes[-1] == result.native["nodes"] > len(result.log) - 2   # some steps took two
+    first = result.log[0]
+    assert first["nodes"] == 0 and first["lower_bound"] is None and first["gap"] is None
+    assert first["incumbent"] == pytest.approx(problem.objective(np.zeros((2, 10))), rel=1e-12)
+    nodes = [row["nodes"] for row in result.log]
+    steps = np.diff(nodes)   # nodes taken by each step, one row each
+    assert len(steps) > 2 and all(0 <= step <= bnb.BATCH for step in steps)
+    assert nodes[-1] == result.native["nodes"] > len(steps)   # some steps took two
     final = result.log[-1]
     assert final["lower_bound"] == pytest.approx(result.lower_bound, rel=1e-12)
     assert final["incumbent"] == pytest.approx(result.objective, rel=1e-12)
-    assert all(row["lower_bound"] <= optimum + 1e-9 * optimum <= row["incumbent"] + 2e-9 * optimum for row in result.log)
+    assert all(row["lower_bound"] <= optimum + 1e-9 * optimum <= row["incumbent"] + 2e-9 * optimum
+               for row in result.log[1:])
     times = [row["time"] for row in result.log]
-    assert times == sorted(times) and len(trace(result.log)) == len(result.log)
+    assert times == sorted(times) and len(trace(result.log)) == len(result.log) - 1
 
-    monkeypatch.setattr(bnb, "LOG_EVERY", 3600.0)
+    monkeypatch.setattr(progress, "EVERY", 3600.0)
     assert len(solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10))).log) == 2
 
 

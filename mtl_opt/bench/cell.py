@@ -60,7 +60,7 @@ def fit(payload: dict) -> dict:
 
 
 def trace(log: list) -> list:
-    """(time, lower bound, incumbent) per logged iteration, where the solver logs all three."""
+    """(time, lower bound, incumbent) per logged row (``solvers.progress``), where it has all three."""
     keys = ("time", "lower_bound", "incumbent")
     return [[row[k] for k in keys] for row in log
             if all(isinstance(row.get(k), (int, float)) for k in keys)]

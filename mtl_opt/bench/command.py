@@ -82,14 +82,10 @@ def run(args) -> int:
               f"solver(s) x {args.repeats} repeat(s), time limit {args.time_limit:g} s"
               + (f", scheduler {args.scheduler}" if args.scheduler else f", jobs {args.jobs}"))
 
-    def progress(row):
-        print(f"  {Path(row['instance']).stem} / {row['solver']} #{row['repeat']}: {row['status']}"
-              + (f" in {row['time_s']:.3g} s" if row["time_s"] is not None else ""), flush=True)
-
     rows = run_bench(args.instances, solvers, time_limit=args.time_limit, repeats=args.repeats,
                      jobs=args.jobs, scheduler=args.scheduler, out=args.out, hard_limit=args.hard_limit,
                      fresh=args.fresh, retry_crashed=args.retry_crashed,
-                     progress=None if args.quiet else progress,
+                     progress=None if args.quiet else cell_progress,
                      warn=lambda text: print(f"mtl-opt: warning: {text}", file=sys.stderr))
     print()
     print(format_table(rows, markdown=args.markdown))
@@ -102,3 +98,26 @@ def run(args) -> int:
                 draw(rows, temporary)
         print(f"  Plots    {', '.join(map(str, plots))}")
     return 0
+
+
+def cell_progress(total: int):
+    """A line per finished cell, with N/M and an ETA from the cells' rate so far, and on a terminal
+    a tqdm bar below them (``run_bench``'s ``progress``)."""
+    import time
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="cell", disable=total == 0 or not sys.stderr.isatty(), leave=False)
+    start, count = time.monotonic(), 0
+
+    def finished(row):
+        nonlocal count
+        count += 1
+        eta = (time.monotonic() - start) / count * (total - count)
+        bar.update()
+        bar.write(f"  [{count}/{total}, eta {tqdm.format_interval(eta)}] {Path(row['instance']).stem} / "
+                  f"{row['solver']} #{row['repeat']}: {row['status']}"
+                  + (f" in {row['time_s']:.3g} s" if row["time_s"] is not None else ""), file=sys.stdout)
+        if count == total:
+            bar.close()
+    return finished

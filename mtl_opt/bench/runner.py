@@ -290,7 +290,8 @@ def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: f
     cells skipped (``fresh=True`` discards them first; ``retry_crashed=True``
     runs ``crashed`` cells again, and the new row supersedes the old one);
     lines there that are no row are reported through ``warn(message)`` and
-    dropped.  ``progress(row)`` is called for every row that finishes now.
+    dropped.  ``progress(total)`` is called once with the number of cells to run now, and what
+    it returns with each row that finishes.
     A KeyboardInterrupt kills the running cells and keeps the rows recorded.
     """
     if jobs < 1:
@@ -313,13 +314,15 @@ def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: f
             if store is not None:
                 store.append(row)
     CELLS.reset()
+    to_run = [c for c in cells if c.key not in done]
+    finished = progress(len(to_run)) if progress is not None else None
     try:
-        for row in execute([c for c in cells if c.key not in done], jobs=jobs, scheduler=scheduler):
+        for row in execute(to_run, jobs=jobs, scheduler=scheduler):
             done[row_key(row)] = row
             if store is not None:
                 store.append(row)
-            if progress is not None:
-                progress(row)
+            if finished is not None:
+                finished(row)
     except KeyboardInterrupt:
         CELLS.stop()
         raise KeyboardInterrupt("the running cells were stopped" + (

@@ -26,6 +26,7 @@ from ..solvers.method import SolverRun, final_status, lookup
 from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
+from ..solvers.progress import Progress
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
 #: ARMUL's deprecated ``solver=`` values -> the ``algorithm=`` they name.
@@ -78,9 +79,12 @@ class GLMTasks(MTLEstimator):
         extra = dict(run.extra)
         if "centers" in extra:
             extra["centers"] = scale.to_original(extra["centers"])
+        values = ("objective", "incumbent", "lower_bound")   # the log's figures too
+        log = [{key: scale.value(value) if key in values else value for key, value in row.items()}
+               for row in run.log]
         return prox.ProxRun(scale.to_original(run.theta), scale.to_original(run.centers),
                             scale.value(run.objective), scale.value(run.lower_bound), run.status,
-                            run.n_iter, run.log, extra)
+                            run.n_iter, log, extra)
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -306,7 +310,8 @@ class ARMUL(GLMTasks):
         anchors = self._anchors(problem) if self.structure != "vanilla" else None
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
                            deadline, self.backend, anchors=anchors, seed=self.seed,
-                           n_init=self.n_init, max_iter=self.max_iter)
+                           n_init=self.n_init, max_iter=self.max_iter,
+                           progress=Progress(options.verbose, scale=self._response_scale.value(1.0)))
         return self._finish(data, run, options, method.name, method.backend_for(self.backend))
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:

@@ -213,8 +213,8 @@ class MOLAR(MTLEstimator):
 
     def _molar_result(self, data, fit: MolarFit, options, log, algorithm, backend) -> FitResult:
         """The FitResult of ``fit``, whose median ran by ``algorithm`` on ``backend``."""
-        log = [*log, *fit.log]
         median = fit.median
+        log = [*log, *median.log, *fit.log]   # the median's progress rows (the LP's), then the stages
         coef, intercept = split_intercept(fit.coef, self.fit_intercept)
         global_split = split_intercept(median.estimate[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])

@@ -88,7 +88,7 @@ class SparseMTL(MTLEstimator):
     solve_options : SolveOptions or None
         time_limit (the whole fit: the bcd warm start gets at most half of it
         before an exact solver), rel_gap (tolerance for status ``optimal``),
-        verbose (prints the OA iteration table), threads...
+        verbose (prints the progress table: time, incumbent, bound, gap, nodes), threads...
     constraints : list of Constraint or dict, or None
         Built-in side constraints (``mtl_opt.formulations.constraints``): include / exclude
         features, at most / at least ``count`` of a group, signs, bounds on the original scale,

@@ -63,9 +63,10 @@ def _exact_model(problem: StructuredProblem, backend) -> str | None:
 
 
 def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
-          backend, *, anchors=None, seed=None, n_init=10, max_iter=20000) -> SolverRun:
+          backend, *, anchors=None, seed=None, n_init=10, max_iter=20000, progress=None) -> SolverRun:
     """FISTA on vanilla ARMUL from ``incumbent`` ((theta, center) or None); the alternating
-    searches of clustered / low-rank ARMUL from ``anchors`` (no bound)."""
+    searches of clustered / low-rank ARMUL from ``anchors`` (no bound).  Their logs are their
+    own iterations' (``progress``, the live log of the exact path, is not used)."""
     armul, k = problem.problem, problem.n_components
     if problem.structure == "vanilla":
         theta0, center0 = incumbent or (None, None)
@@ -83,7 +84,7 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
 
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
-           backend, **settings) -> SolverRun:
+           backend, progress=None, **settings) -> SolverRun:
     """The exact model; clustered, from the prox heuristic's answer (over its restarts), which the
     exact path never returns worse than, and keeps when the backend finds nothing in time (the
     heuristic takes about 0.3 s at m = 30: it runs first, on the fit's deadline)."""
@@ -91,7 +92,7 @@ def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadlin
     if problem.structure == "clustered":
         heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
     return solve_exact(problem.problem, problem.structure, problem.n_components, options,
-                       deadline, backend or "scip", heuristic=heuristic)
+                       deadline, backend or "scip", progress, heuristic=heuristic)
 
 
 #: Method name -> Method; ``ARMUL(algorithm=...)`` names one.

@@ -44,12 +44,13 @@ class Enumerated:
 
 
 def enumerate_partitions(problem: ArmulProblem, n_clusters: int, deadline: Deadline,
-                         rel_gap: float = 1e-9) -> Enumerated | None:
+                         rel_gap: float = 1e-9, beat=lambda: None) -> Enumerated | None:
     """Clustered ARMUL over every partition of the tasks (module docstring), or None when there
     are more than ``MAX_TASKS`` tasks or ``deadline`` passes first.
 
     ``rel_gap``: the tolerance of each group's vanilla solve (the bound is valid for any; a
-    smaller one makes it and the estimate tighter)."""
+    smaller one makes it and the estimate tighter).  ``beat()`` is called before each group's
+    solve (the live log's heartbeat, ``solvers.progress``)."""
     m = problem.m
     if m > MAX_TASKS:
         return None
@@ -60,6 +61,7 @@ def enumerate_partitions(problem: ArmulProblem, n_clusters: int, deadline: Deadl
             continue   # some other group would be empty: a partition into k groups never uses it
         if deadline.expired():
             return None
+        beat()
         # a group cut by the deadline keeps its best dual bound so far: still a valid one
         sub = problem.subset(_tasks(group, m))
         runs[group] = prox.fista(sub, rel_gap=rel_gap, deadline=deadline)

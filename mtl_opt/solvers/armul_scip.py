@@ -18,6 +18,7 @@ from .armul_partitions import MAX_TASKS, enumerate_partitions
 from .backends import get_backend
 from .method import SolverRun, stop_of
 from .options import SolveOptions
+from .progress import Progress
 from .prox import ProxRun
 from .user_model import indexed_values
 
@@ -28,12 +29,17 @@ SOLVER_SHARE = 0.7
 
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 options: SolveOptions, deadline: Deadline,
-                backend_name: str = "scip", heuristic: ProxRun | None = None) -> SolverRun:
+                backend_name: str = "scip", progress: Progress | None = None,
+                heuristic: ProxRun | None = None) -> SolverRun:
     """The backend's (SCIP by default) solution (a ``ProxRun`` as the run's estimate) and a
     bound, whose source is ``native["bound"]``.  Never the backend's own bound (its cone
     tolerances are absolute): vanilla (convex), our safe dual bound at its point, polished by
     FISTA (``polished``); clustered, the partitions of the tasks (``certified_clusters``), with
-    ``heuristic`` (clustered: a prox answer) kept where the backend's is worse or missing."""
+    ``heuristic`` (clustered: a prox answer) kept where the backend's is worse or missing.  The
+    log (``solvers.progress``) has the backend's heartbeat during its solve (nodes only: its
+    bound is not ours, and its incumbent is not a point we hold) and a final row (``progress``,
+    default a new one)."""
+    progress = progress or Progress(options.verbose)
     if structure == "vanilla":
         model = formulation.build_vanilla_model(problem)
         kind = "qcp" if problem.loss == "squared" else "nlp"
@@ -43,7 +49,8 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
     backend = get_backend(backend_name)
     enumerable = structure == "clustered" and problem.m <= MAX_TASKS
     out = backend.solve(model, kind, options,
-                        deadline=deadline.share(SOLVER_SHARE) if enumerable else deadline)
+                        deadline=deadline.share(SOLVER_SHARE) if enumerable else deadline,
+                        progress=progress.solver_callback())
     if not out.has_solution and heuristic is None:
         raise SolverError(f"{out.solver} found no solution for ARMUL (status {out.status}); "
                           f"raise time_limit or use algorithm='prox'.")
@@ -57,13 +64,15 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         objective = problem.objective(theta, centers)
     else:
         theta, centers, extra, bound, source = certified_clusters(
-            problem, n_components, theta, centers, extra, deadline, options.rel_gap)
+            problem, n_components, theta, centers, extra, deadline, options.rel_gap, progress.update)
         objective = problem.objective(theta, centers)
     stop = stop_of(out.status)   # the backend's gap is not ours: final_status measures ours
-    estimate = ProxRun(theta, centers, objective, bound, stop, 0, [],
+    progress.update(objective, bound, out.native["nodes"], force=True)
+    estimate = ProxRun(theta, centers, objective, bound, stop, 0, progress.rows,
                        {**extra, "native": dict(out.native)})
-    return SolverRun(estimate, objective, bound, stop, [],
-                     {"solver": out.solver, "solver_version": out.solver_version, "bound": source})
+    return SolverRun(estimate, objective, bound, stop, progress.rows,
+                     {"solver": out.solver, "solver_version": out.solver_version, "bound": source,
+                      "nodes": out.native["nodes"]})
 
 
 def read_solution(model, problem: ArmulProblem, structure: str):
@@ -91,11 +100,12 @@ def polished(problem: ArmulProblem, theta, centers, solver: str, options: SolveO
             f"dual feasible point from {solver}'s solution, polished by FISTA")
 
 
-def certified_clusters(problem, n_components, theta, centers, extra, deadline, rel_gap):
+def certified_clusters(problem, n_components, theta, centers, extra, deadline, rel_gap,
+                       beat=lambda: None):
     """Clustered ARMUL's estimate and a proven bound: over every partition of the tasks
     (``armul_partitions``; the better of its estimate and the backend's), or with more than
     ``MAX_TASKS`` tasks or no time left the independent-tasks bound (the penalty is >= 0)."""
-    found = enumerate_partitions(problem, n_components, deadline, rel_gap=rel_gap / 100)
+    found = enumerate_partitions(problem, n_components, deadline, rel_gap=rel_gap / 100, beat=beat)
     if found is None:
         return (theta, centers, extra, problem.dual_bound(theta, "independent"),
                 f"independent-tasks dual bound (partitions enumerated for at most {MAX_TASKS} "

@@ -73,7 +73,6 @@ from __future__ import annotations
 import copy
 import heapq
 import itertools
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -88,8 +87,8 @@ from . import bnb_kernels, lbfgsb
 from .bnb_kernels import FREE, IN, OUT
 from .bnb_pool import SERIAL, NodePool
 from .method import SolverRun
-from .oa import _format_row
 from .options import SolveOptions
+from .progress import Progress
 
 #: L-BFGS iterations per node, over all smoothing stages.  On four benchmark instances 1000
 #: closed in 6.8-31 s, 3000 in 11-40 s (stronger bounds, dearer nodes), 500 in 5.5-26 s with
@@ -120,8 +119,6 @@ BATCH = 2
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
 MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
-#: Seconds between the log's rows (the gap over time that ``verbose`` prints and ``bench`` plots).
-LOG_EVERY = 1.0
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 #: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
@@ -134,7 +131,7 @@ _NEGLIGIBLE = -40.0
 @one_blas_thread
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
               node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None,
-              screening: bool = True) -> SolverRun:
+              screening: bool = True, progress: Progress | None = None) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
     Without a common support or a Zbar term the tasks share nothing, so each
@@ -144,20 +141,22 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     ``screening=False`` splits nodes without fixing entries by their children's bounds.
-    The log has a row after the first node, then every ``LOG_EVERY`` seconds, and a final one.
+    The log (``progress``, default a new one) has a row after the first step, then one a
+    ``progress.EVERY`` seconds, and a final one; a row's ``open_nodes`` are the trees' open nodes.
     A step's children are bounded at once on two cores (``bnb_pool``) unless
     ``options.threads`` is 1; the result is the same either way.
     """
     reason = refusal(problem)
     if reason is not None:
         raise InvalidParameterError(reason)
-    start = time.perf_counter()
     if not problem.feasible(np.zeros(incumbent.shape)):   # in scope: more includes than s allows
         return SolverRun(incumbent, problem.objective(incumbent), None, "infeasible",
                          [], {"solver": "mtl_opt", "solver_version": __version__,
                               "why": "the included features exceed s",
                               "bound": "none: infeasible"})
     deadline = deadline or Deadline(options.time_limit)
+    progress = progress or Progress(options.verbose)
+    progress.update(problem.objective(incumbent), None, 0, force=True)   # before the roots' bounds
     if problem.common_support or problem.lambda_zbar or problem.lambda_bbar:
         parts = [(problem, incumbent)]
     else:
@@ -170,12 +169,11 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     pool = NodePool(options.threads, deadline)
     for one in searches:
         one.pool = pool
-    stop, explored, log = "converged", 0, []
+    stop, explored = "converged", 0
 
-    def record():
-        log.append(_row(searches, explored, start))
-        if options.verbose:
-            print(_format_row(log[-1], header=len(log) == 1), flush=True)
+    def record(force=False):
+        progress.update(sum(s.upper for s in searches), sum(s.lower() for s in searches), explored,
+                        force=force, open_nodes=sum(len(s.heap) for s in searches))
     try:
         while True:
             lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
@@ -185,16 +183,16 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                 stop = "time_limit"
                 break
             explored += max(searches, key=lambda s: s.upper - s.lower()).expand()
-            if not log or time.perf_counter() - start >= log[-1]["time"] + LOG_EVERY:
+            if progress.due():
                 record()
     finally:
         pool.close()
-    record()
-    row = log[-1]
+    record(force=True)
+    row = progress.rows[-1]
     B, z = np.vstack([s.best for s in searches]), np.vstack([s.best_z for s in searches])
-    return SolverRun(B, problem.objective(B, z), row["lower_bound"], stop, log,
+    return SolverRun(B, problem.objective(B, z), sum(s.lower() for s in searches), stop, progress.rows,
                       {"solver": "mtl_opt", "solver_version": __version__,
-                       "nodes": explored, "open_nodes": row["cuts"],
+                       "nodes": explored, "open_nodes": row["open_nodes"],
                        "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs}, z)
 
 
@@ -218,14 +216,6 @@ def refusal(problem: SparseProblem) -> str | None:
                 "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
                 "models them.")
     return None
-
-
-def _row(searches, explored: int, start: float) -> dict:
-    """A log row: nodes expanded, summed bounds, gap; "cuts" holds the open nodes."""
-    lower, upper = sum(s.lower() for s in searches), sum(s.upper for s in searches)
-    return {"iteration": explored, "lower_bound": lower, "incumbent": upper,
-            "gap": relative_gap(upper, lower), "cuts": sum(len(s.heap) for s in searches),
-            "time": time.perf_counter() - start, "master_status": "branch and bound"}
 
 
 class _Search:

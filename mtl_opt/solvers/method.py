@@ -25,11 +25,13 @@ from .backends import pick_backend
 #: ``optimal`` is decided by ``final_status`` from the bound, never by the method.
 STOPS = ("converged", "time_limit", "iteration_limit", "infeasible", "error")
 
-#: Keys every ``SolverRun.log`` row may carry (a method logs those it has, plus its own):
-#: ``iteration`` (int), ``time`` (s since the run began), ``lower_bound`` and ``incumbent``
-#: (on the run's objective), ``gap`` (relative, ``result.relative_gap``).  The bench traces
-#: (time, lower_bound, incumbent).
-LOG_KEYS = ("iteration", "time", "lower_bound", "incumbent", "gap")
+#: Keys of every exact run's ``SolverRun.log`` rows (``solvers.progress``: one row format on every
+#: path, a row at least every ``progress.EVERY`` seconds): ``time`` (s since the run began),
+#: ``incumbent`` (the objective of the best point the run holds), ``lower_bound`` (proven, on the
+#: run's objective; None until there is one), ``gap`` (relative, ``result.relative_gap``) and
+#: ``nodes`` (branch-and-bound nodes so far; 0 on a path without a tree).  A method may add keys of
+#: its own (e.g. ``iteration``, ``cuts``).  The bench traces (time, lower_bound, incumbent).
+LOG_KEYS = ("time", "incumbent", "lower_bound", "gap", "nodes")
 
 #: How ``native["bound"]`` of a run without a lower bound starts (the reason follows).
 NO_BOUND = "none"
@@ -95,7 +97,8 @@ class Method:
     ``certifies``: whether its runs carry a proven lower bound, and ``bound_source`` says what
     that bound is.  ``refuse(problem, backend)`` says why it cannot run (None when it can),
     cheaply, before any work.  ``solve(problem, incumbent, options, deadline, backend,
-    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``).
+    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``); an exact
+    method's settings include ``progress`` (``solvers.progress.Progress``: its live log).
     """
 
     name: str

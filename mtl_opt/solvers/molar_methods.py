@@ -18,6 +18,7 @@ from ..formulations import molar as formulation
 from .backends import pick_backend
 from .method import Method, SolverRun, lookup, stop_of
 from .options import SolveOptions
+from .progress import Progress
 
 
 class MedianProblem(NamedTuple):
@@ -41,7 +42,7 @@ def _closed_form(problem: MedianProblem, incumbent, options, deadline, backend) 
     z = formulation.weighted_median(problem.values, problem.weights, axis=0)
     bound, source = _point_bound(problem, z)
     return SolverRun(z, problem.objective(z), bound, "converged", [],
-                     {"solver": "numpy", "solver_version": np.__version__, "bound": source})
+                     {"solver": "numpy", "solver_version": np.__version__, "bound": source, "nodes": 0})
 
 
 def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> SolverRun:
@@ -53,12 +54,14 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
     and do not exist when the solve stopped early).  The solver's own bound is
     never reported.  The LP gets the time ``deadline`` leaves; stopped before a
     solution, the run keeps the closed-form median, unbounded, with stop ``time_limit``.
+    The log (``solvers.progress``) has the backend's heartbeat during the LP and a final row.
     """
     local, weights = problem
+    progress = Progress(options.verbose)
     backend = pick_backend("lp", backend_name)
     frame = formulation.MedianFrame.of(local, weights)
     model = formulation.build_median_lp(*frame.to_unit(local, weights))
-    run = backend.solve(model, "lp", options, deadline=deadline)
+    run = backend.solve(model, "lp", options, deadline=deadline, progress=progress.heartbeat)
     native = {**run.native, "solver": run.solver, "solver_version": run.solver_version}
     if not run.has_solution:
         if run.status != "time_limit":
@@ -66,7 +69,8 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
                 f"{run.solver} returned no solution for the weighted-median LP (status {run.status}); "
                 f"try algorithm='closed_form' or another backend.")
         z = formulation.weighted_median(local, weights, axis=0)
-        return SolverRun(z, problem.objective(z), None, "time_limit", [],
+        progress.update(problem.objective(z), None, 0, force=True)
+        return SolverRun(z, problem.objective(z), None, "time_limit", progress.rows,
                          {**native, "bound": "none: the LP stopped before a solution; the estimate "
                                              "is the closed-form median"})
     M, d = local.shape
@@ -84,7 +88,9 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
         bounds.append((formulation.dual_bound(u, local, weights, z),
                        f"{run.solver} LP duals made dual feasible"))
     bound, source = max(bounds)
-    return SolverRun(z, problem.objective(z), bound, stop_of(run.status), [], {**native, "bound": source})
+    progress.update(problem.objective(z), bound, 0, force=True)
+    return SolverRun(z, problem.objective(z), bound, stop_of(run.status), progress.rows,
+                     {**native, "bound": source})
 
 
 def _never(problem, backend) -> None:

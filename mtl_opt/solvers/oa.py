@@ -5,9 +5,9 @@ Outer approximation (multi-tree, on any MILP backend): the master MILP of
 exactly and epigraph variables eta; every support z the master proposes is
 refitted exactly (an upper bound F(z)) and contributes a perspective cut
 eta >= c(z0) + g.(z - z0), valid on all of [0, 1]^(K x p).  The master's
-dual bound is a lower bound on min F, so the loop stops with a proven gap:
-
-  iter   lower bound     incumbent       gap    cuts    time
+dual bound is a lower bound on min F, so the loop stops with a proven gap.  Its log
+(``solvers.progress``) has a row per iteration and, inside each master solve, the backend's
+heartbeat with the master's dual bound.
 
 The MIQP (SCIP) solves ``build_miqp`` directly, with M = sqrt(2 UB /
 lambda_ridge) from the incumbent, which no solution with F <= UB can exceed.
@@ -19,8 +19,6 @@ when it is feasible.
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pyomo.environ as pyo
@@ -35,6 +33,7 @@ from .bcd import best_swap, swapped_support
 from .method import SolverRun, stop_of
 from ..deadline import Deadline
 from .options import SolveOptions
+from .progress import Progress
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by
 #: less than ROOT_STALL (relative) in all.
@@ -63,7 +62,7 @@ MIQP_FEASTOL = (1e-9, 1e-6)
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
              incumbent: np.ndarray, *, max_iter: int = 500, print_log: bool = False,
-             deadline: Deadline | None = None) -> SolverRun:
+             deadline: Deadline | None = None, progress: Progress | None = None) -> SolverRun:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
     Initial cuts: at the incumbent's support and at the supports of its best
@@ -74,24 +73,24 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     basis), with the incumbent's support as a MIP start.  Stops ``converged``
     when the proven relative gap is <= ``rel_gap`` or the master repeats a
     support, else at ``time_limit`` or ``iteration_limit``.  ``deadline`` (default: ``options.time_limit``
-    from now) bounds the whole call.
+    from now) bounds the whole call.  ``progress`` (default: a new one, printed with
+    ``print_log`` or ``options.verbose``) keeps the log; its ``nodes`` are the masters' nodes so far.
     """
-    start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
-    print_log = print_log or options.verbose
+    progress = progress or Progress(print_log or options.verbose)
     user_options = options.solver_options
-    options = exact_options(backend, options).with_updates(verbose=False)
+    options = exact_options(backend, options)
     best = feasible_start(problem, incumbent, backend, options, deadline)
     if isinstance(best, SolverRun):
         return best
     best, best_z = problem.completed_point(best)
     master = initial_master(problem, incumbent, deadline)
     upper = problem.objective(best, best_z)
-    root = root_cuts(problem, master, backend, options, deadline=deadline)
-    lower, stop, seen = max(root, default=-np.inf), "iteration_limit", set()
-    log = [{"iteration": 0, "lower_bound": lower, "incumbent": upper,
-            "gap": relative_gap(upper, lower if root else None), "cuts": len(master.cuts),
-            "time": time.perf_counter() - start, "master_status": f"root LP, {len(root)} rounds"}]
+    progress.update(upper, None, 0, force=True)
+    root = root_cuts(problem, master, backend, options, deadline=deadline, progress=progress)
+    lower, stop, seen, nodes = max(root, default=-np.inf), "iteration_limit", set(), 0
+    progress.update(upper, lower, 0, force=True, iteration=0, cuts=len(master.cuts),
+                    master_status=f"root LP, {len(root)} rounds")
     for it in range(1, max_iter + 1):
         if deadline.expired():
             stop = "time_limit"
@@ -101,7 +100,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             rel_gap=options.rel_gap / 10)
         margin = dual_bound_margin(master, backend.dual_tolerance(master_options))
         run = backend.solve(master, "milp", master_options, start=start_values, persistent=True,
-                            deadline=deadline)
+                            deadline=deadline,
+                            progress=progress.solver_callback(lambda bound: bound - margin, nodes))
+        nodes += run.native.get("nodes", 0)
         if run.bound is not None:
             lower = max(lower, run.bound - margin)
         if not run.has_solution:
@@ -112,13 +113,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         value = problem.objective(B, support)
         if value < upper and problem.feasible(B, support):
             best, best_z, upper = B, problem.indicators(B, support), value
-        row = {"iteration": it, "lower_bound": lower, "incumbent": upper,
-               "gap": relative_gap(upper, lower), "cuts": len(master.cuts),
-               "time": time.perf_counter() - start, "master_status": run.native.get("status")}
-        log.append(row)
-        if print_log:
-            print(_format_row(row, header=it == 1), flush=True)
-        if row["gap"] <= options.rel_gap:
+        progress.update(upper, lower, nodes, force=True, iteration=it, cuts=len(master.cuts),
+                        master_status=run.native.get("status"))
+        if relative_gap(upper, lower) <= options.rel_gap:
             stop = "converged"
             break
         key = support.tobytes()
@@ -127,11 +124,14 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             break
         seen.add(key)
         add_cut(master, perspective_cut(problem, B))
-    native = {"solver": backend.label, "solver_version": backend.version(),
-              "master_status": log[-1]["master_status"]}
+    progress.update(upper, lower, nodes, force=True)
+    native = {"solver": backend.label, "solver_version": backend.version(), "nodes": nodes,
+              "master_status": next(row["master_status"] for row in reversed(progress.rows)
+                                    if "master_status" in row)}
     if not np.isfinite(lower):
         native["bound"] = f"none: stopped ({stop}) before the master had a dual bound"
-    return SolverRun(best, upper, float(lower) if np.isfinite(lower) else None, stop, log, native, best_z)
+    return SolverRun(best, upper, float(lower) if np.isfinite(lower) else None, stop, progress.rows,
+                     native, best_z)
 
 
 def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
@@ -209,7 +209,7 @@ def initial_master(problem: SparseProblem, incumbent: np.ndarray,
 
 def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backend,
               options: SolveOptions, max_rounds: int = ROOT_ROUNDS,
-              deadline: Deadline | None = None) -> list[float]:
+              deadline: Deadline | None = None, progress: Progress | None = None) -> list[float]:
     """Kelley's loop on the master's LP relaxation: cuts at fractional supports.
 
     Each round solves the relaxation, takes the minimizer of the perspective
@@ -217,8 +217,10 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     tight at that z), until a positive LP bound stalls or ``deadline`` passes.  Cuts only at integral points leave the
     bound near 0 on all but tiny instances; Kelley's loop is slow too (on
     K=3, p=30 it needs ~150 rounds), hence the patience rule.  Returns the LP
-    bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F).
+    bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F);
+    ``progress`` gets the best of them as it goes.
     """
+    progress = progress or Progress()
     for var in master.z.values():
         var.domain = pyo.UnitInterval
     bounds = []
@@ -227,10 +229,12 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
             if deadline is not None and deadline.expired():
                 break
             margin = dual_bound_margin(master, backend.dual_tolerance(options))
-            run = backend.solve(master, "lp", options, persistent=True, deadline=deadline)
+            run = backend.solve(master, "lp", options, persistent=True, deadline=deadline,
+                                progress=progress.heartbeat)
             if not run.has_solution or run.objective is None:
                 break
             bounds.append(run.objective - margin)
+            progress.update(lower_bound=max(bounds))
             z = np.clip([[pyo.value(master.z[k, j]) for j in range(problem.n_features)]
                          for k in range(problem.n_tasks)], 0.0, 1.0)
             support = z > FRACTIONAL_SUPPORT
@@ -267,16 +271,20 @@ def _nearby_supports(problem, B, deadline=None):
 
 def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
                incumbent: np.ndarray, *, perspective: bool = True,
-               deadline: Deadline | None = None) -> SolverRun:
+               deadline: Deadline | None = None, progress: Progress | None = None) -> SolverRun:
     """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective.
 
     ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
+    ``progress`` (default: a new one) keeps the log: the backend's heartbeat with its dual bound
+    during the solve, the incumbent the objective of the point held (the start until the end).
     """
     deadline = deadline or Deadline(options.time_limit)
+    progress = progress or Progress(options.verbose)
     best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
     if isinstance(best, SolverRun):
         return best
     best, best_z = problem.completed_point(best)
+    progress.update(problem.objective(best, best_z), None, 0, force=True)
     model = _boxed_miqp(problem, best, perspective, deadline, best_z)
     upper, big_m = model.big_m_level, model.big_m
     # SCIP measures its gap on its own primal value, which its feasibility tolerance on the
@@ -286,8 +294,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     # MUMPS and METIS bundled with pyscipopt 6.3 deadlock in free() on some of these models
     # (p=100, K=5, n_k=100: hung past a 30 s limit; MIQP_SOLVER_OPTIONS).
     scip_options = miqp_options(backend, options, model, upper)
-    run = backend.solve(model, "miqp", scip_options, deadline=deadline)
     margin = dual_bound_margin(model, backend.dual_tolerance(scip_options))
+    run = backend.solve(model, "miqp", scip_options, deadline=deadline,
+                        progress=progress.solver_callback(lambda bound: bound - margin))
     bound = None if run.bound is None else run.bound - margin
     if run.has_solution:
         B, z = _decoded(problem, model)
@@ -296,14 +305,12 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
             best, best_z, upper = B, problem.indicators(B, z), value
     elif run.status not in ("time_limit", "iteration_limit"):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
-    gap = relative_gap(upper, bound)
     stop = run.status if run.status in ("time_limit", "iteration_limit") else "converged"
-    log = [{"iteration": 1, "lower_bound": bound, "incumbent": upper, "gap": gap,
-            "big_m": big_m, "time": run.wall_time}]
+    progress.update(upper, bound, run.native["nodes"], force=True, big_m=big_m)
     native = {"solver": run.solver, "solver_version": run.solver_version, **run.native}
     if bound is None:
         native["bound"] = f"none: {run.solver} stopped ({run.status}) before a dual bound"
-    return SolverRun(best, upper, bound, stop, log, native, best_z)
+    return SolverRun(best, upper, bound, stop, progress.rows, native, best_z)
 
 
 def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteModel | None = None,
@@ -410,12 +417,3 @@ def _proven_big_m(problem, upper):
             "the MIQP needs lambda_ridge > 0 to derive a valid Big-M (|beta| <= sqrt(2 UB / "
             "lambda_ridge)); without a ridge term no bound on the coefficients is proven.")
     return big_m
-
-
-def _format_row(row, header=False):
-    line = (f"{row['iteration']:>6} {row['lower_bound']:>14.8g} {row['incumbent']:>14.8g} "
-            f"{100 * row['gap']:>8.3f}% {row['cuts']:>6} {row['time']:>8.2f}s")
-    if header:
-        return (f"{'iter':>6} {'lower bound':>14} {'incumbent':>14} {'gap':>9} {'cuts':>6} "
-                f"{'time':>9}\n{line}")
-    return line

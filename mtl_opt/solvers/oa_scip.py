@@ -13,13 +13,14 @@ constraint "eta_t >= c_t(z) for every part t" and
 * locks: eta may not be rounded down, z not moved either way.
 
 Every cut is valid on all of [0, 1]^(K x p), so SCIP's dual bound is a lower
-bound on min F.  The incumbent enters as a MIP start.
+bound on min F.  The incumbent enters as a MIP start.  The log (``solvers.progress``) gets a
+row from an event handler as SCIP goes (``ScipBackend``'s watcher), with SCIP's dual bound
+lowered by the margin and the handler's refitted incumbent.
 """
 
 from __future__ import annotations
 
 import functools
-import time
 
 import numpy as np
 import pyomo.environ as pyo
@@ -28,10 +29,13 @@ from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut, zbar_penalty
 from ..result import relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
+from .backends.base import ticking
+from .backends.scip import event_watcher
 from ..deadline import Deadline
 from .method import SolverRun, stop_of
 from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, fitted_options, initial_master
 from .options import SolveOptions
+from .progress import Progress
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
 CUT_TOLERANCE = 1e-9
@@ -40,18 +44,20 @@ FEASTOL = 1e-10
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
-                         incumbent: np.ndarray, *, deadline: Deadline | None = None) -> SolverRun:
+                         incumbent: np.ndarray, *, deadline: Deadline | None = None,
+                         progress: Progress | None = None) -> SolverRun:
     """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution).
 
     ``deadline`` (default: ``options.time_limit`` from now) bounds the whole call: SCIP gets
-    what is left after the master is built, and is not started when nothing is.
+    what is left after the master is built, and is not started when nothing is.  ``progress``
+    (default: a new one) keeps the log.
     """
     from pyscipopt import SCIP_PARAMSETTING
 
     backend = get_backend("scip")
     backend.check("milp")
-    start = time.perf_counter()
     deadline = deadline or Deadline(options.time_limit)
+    progress = progress or Progress(options.verbose)
     user_options = options.solver_options
     options = exact_options(backend, options)
     best = feasible_start(problem, incumbent, backend, options, deadline)
@@ -72,10 +78,16 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     handler.offer(best, best_z)
     start_accepted = handler.add_start()
     margin = functools.partial(dual_bound_margin, handler, backend.dual_tolerance(options))
+    progress.update(handler.upper, None, 0, force=True)
+    def seen(incumbent, bound, nodes):   # SCIP's incumbent is the handler's, refitted
+        if progress.due():
+            progress.update(handler.upper, None if bound is None else bound - margin(), nodes)
+    scip.includeEventhdlr(event_watcher()(seen), "mtl_opt_progress", "mtl_opt's live log (solvers.progress)")
     started = deadline.remaining() > 0
     try:
         if started:
-            with native_streams(options.verbose):   # SoPlex writes to std::cerr itself
+            # SoPlex writes to std::cerr itself; SCIP runs without the GIL, so ``ticking`` beats
+            with native_streams(options.verbose), ticking(progress.heartbeat):
                 _optimize(scip, handler, options, deadline, margin)
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
@@ -84,16 +96,14 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     raise_if_interrupted(backend.label, scip.getStatus())
     # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
     stop = stop_of(backend.STATUS.get(scip.getStatus(), "error")) if started else "time_limit"
-    log = [{"iteration": scip.getNNodes(), "lower_bound": lower, "incumbent": upper,
-            "gap": relative_gap(upper, lower),
-            "cuts": handler.n_cuts, "time": time.perf_counter() - start,
-            "master_status": scip.getStatus()}]
+    progress.update(upper, lower, scip.getNNodes(), force=True, cuts=handler.n_cuts,
+                    master_status=scip.getStatus())
     native = {"solver": "SCIP single-tree", "solver_version": backend.version(),
               "master_status": scip.getStatus(), "nodes": scip.getNNodes(), "cuts": handler.n_cuts,
               "start_accepted": start_accepted}
     if lower is None:
         native["bound"] = f"none: SCIP stopped ({scip.getStatus()}) before a dual bound"
-    return SolverRun(handler.best, upper, lower, stop, log, native, handler.best_z)
+    return SolverRun(handler.best, upper, lower, stop, progress.rows, native, handler.best_z)
 
 
 def _lower_bound(scip, margin: float) -> float | None:
@@ -119,7 +129,7 @@ def _optimize(scip, handler: "_CutHandler", options: SolveOptions, deadline: Dea
     while (left := deadline.remaining()) > 0:
         if left < np.inf:   # SCIP's clock runs on across resumes
             scip.setParam("limits/time", scip.getSolvingTime() + left)
-        scip.optimize()
+        scip.optimizeNogil()   # callbacks take the GIL back; between them, ``ticking`` beats
         lower = _lower_bound(scip, margin())
         if (scip.getStatus() != "gaplimit" or own_rule or lower is None
                 or relative_gap(handler.upper, lower) <= options.rel_gap

@@ -46,7 +46,11 @@ class SolveOptions:
     seed : int or None, default=None
         Solver random seed in [0, 2**31 - 1]; None leaves the solver's default.
     verbose : bool, default=False
-        Show the solver log on the console.
+        Print the run's progress as it goes, one row (time, incumbent, lower
+        bound, gap, nodes) at least every second on every exact path
+        (``solvers.progress``).  The solver's own log is a native option,
+        shown with verbose: ``solver_options=`` the backend's ``NATIVE_LOG``
+        (HiGHS ``{"output_flag": True}``, SCIP ``{"display/verblevel": 4}``).
     solver_options : mapping, default={}
         Native options passed to the solver as is, after the common options
         above, so they override them.  Stored read-only.

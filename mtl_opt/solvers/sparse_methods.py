@@ -25,6 +25,7 @@ from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
 from .oa_scip import solve_oa_single_tree
 from .options import SolveOptions
+from .progress import Progress
 
 
 def _exact_curvature(problem: SparseProblem, backend) -> str | None:
@@ -56,24 +57,26 @@ def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local
     B, z = problem.completed_point(B)
     # cut short by the deadline, its best answer so far is not bcd's finished answer
     return SolverRun(B, problem.objective(B, z), None, "time_limit" if cut_short(log) else "converged", log,
-                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter,
+                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter, "nodes": 0,
                       "bound": "none: bcd is a heuristic"}, z)
 
 
-def _oa(problem, incumbent, options, deadline, backend):
-    return solve_oa(problem, pick_backend("milp", backend), options, incumbent, deadline=deadline)
+def _oa(problem, incumbent, options, deadline, backend, progress=None):
+    return solve_oa(problem, pick_backend("milp", backend), options, incumbent, deadline=deadline,
+                    progress=progress)
 
 
-def _oa_single_tree(problem, incumbent, options, deadline, backend):
-    return solve_oa_single_tree(problem, options, incumbent, deadline=deadline)
+def _oa_single_tree(problem, incumbent, options, deadline, backend, progress=None):
+    return solve_oa_single_tree(problem, options, incumbent, deadline=deadline, progress=progress)
 
 
-def _miqp(problem, incumbent, options, deadline, backend):
-    return solve_miqp(problem, pick_backend("miqp", backend), options, incumbent, deadline=deadline)
+def _miqp(problem, incumbent, options, deadline, backend, progress=None):
+    return solve_miqp(problem, pick_backend("miqp", backend), options, incumbent, deadline=deadline,
+                      progress=progress)
 
 
-def _bnb(problem, incumbent, options, deadline, backend):
-    return bnb.solve_bnb(problem, options, incumbent, deadline=deadline)
+def _bnb(problem, incumbent, options, deadline, backend, progress=None):
+    return bnb.solve_bnb(problem, options, incumbent, deadline=deadline, progress=progress)
 
 
 def _never(problem, backend) -> None:
@@ -148,7 +151,8 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
     objective, whatever the units of y.  This is also the one place of the fallback bound:
     every term of F is a square or a non-negative penalty, so F >= 0 stands in for a bound
     the method did not reach (none, or a negative one) before it stopped (``native["bound"]``
-    says which bound the run carries).
+    says which bound the run carries).  The run's log is its live log (``solvers.progress``),
+    printed with ``options.verbose`` in the units of ``problem``.
     """
     root = normalizing_root(problem.objective(incumbent))
     if root is None and not problem.feasible(incumbent):   # F = 0 there proves nothing
@@ -157,8 +161,9 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
         return SolverRun(incumbent, 0.0, 0.0, "converged", [],
                          {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
                           "bound": "F >= 0, and F = 0 at the incumbent"})
-    run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend),
-                   root)
+    progress = Progress(options.verbose, scale=root**2)
+    run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend,
+                                progress=progress), root)
     run.native["bound"] = method.bound_source
     if run.stop != "infeasible" and (run.lower_bound is None or run.lower_bound <= 0):
         run.lower_bound = 0.0

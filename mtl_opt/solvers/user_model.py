@@ -37,6 +37,7 @@ from ..formulations.sparse import dual_bound_margin
 from .backends import pick_backend
 from .method import NO_BOUND, SolverRun, stop_of
 from .oa import exact_options, miqp_options
+from .progress import Progress
 
 #: How many times ``solve_spec`` widens a Big-M box (``ModelSpec.widen``) and solves again when
 #: the edited model's solution lies above the level the box is proven for (once is the rule: the
@@ -163,8 +164,10 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
     relaxation without the box and the rows that tie beta to z): infeasible there is proven
     infeasible, else it stops ``iteration_limit`` (beyond the box nothing is proven).  A model
     with a box that offers ``widen`` is widened and solved again when its
-    solution lies above the box's level or it has none inside (``WIDENINGS``).
+    solution lies above the box's level or it has none inside (``WIDENINGS``).  The log
+    (``solvers.progress``) has the backend's heartbeat (nodes only) and, solved, a final row.
     """
+    progress = Progress(options.verbose)
     objective = _active_objective(spec.model)
     ours = spec.objective_is_ours(objective)
     spec.check_structure()
@@ -177,7 +180,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                               f"spec.backend to one that can.") from exc
     tuned = (miqp_options(backend, options, spec.model if ours else None, spec.bound_cap)
              if backend.name == "scip" else exact_options(backend, options))
-    out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
+    out = backend.solve(spec.model, problem_class, tuned, deadline=deadline,
+                        progress=progress.solver_callback())
     boxed = ours and spec.bound_cap is not None
     for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
         if not boxed or spec.widen is None or out.status not in ("optimal", "gap_limit", "infeasible"):
@@ -191,7 +195,8 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         spec.widen(spec.model, level)
         spec.bound_cap = level
         spec.remember_structure()   # the widened box is the estimator's own
-        out = backend.solve(spec.model, problem_class, tuned, deadline=deadline)
+        out = backend.solve(spec.model, problem_class, tuned, deadline=deadline,
+                            progress=progress.solver_callback())
     native = {"solver": out.solver, "solver_version": out.solver_version,
               "backend_status": out.status, "problem_class": problem_class, **out.native,
               "bound": f"{out.solver}'s dual bound of the edited model, lowered by its "
@@ -206,24 +211,26 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
             if _contradictory(spec, backend, tuned, deadline):
                 native["infeasible"] = ("proven without the Big-M box: the rows contradict each "
                                         "other whatever the coefficients")
-                return SolverRun(None, math.nan, None, "infeasible", [], native)
+                return SolverRun(None, math.nan, None, "infeasible", progress.rows, native)
             native["infeasible"] = (f"no solution with F / objective_scale <= {spec.bound_cap!r} "
                                     f"(the level the widest box was proven for); beyond it "
                                     f"nothing is proven")
-            return SolverRun(None, math.nan, None, "iteration_limit", [], native)
+            return SolverRun(None, math.nan, None, "iteration_limit", progress.rows, native)
         return SolverRun(None, math.nan, None, "infeasible" if out.status == "infeasible"
-                         else stop if stop != "converged" else "error", [], native)
+                         else stop if stop != "converged" else "error", progress.rows, native)
     margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
     bound = None if out.bound is None else out.bound - margin
     if bound is None:
         native["bound"] = f"{NO_BOUND}: {out.solver} stopped ({out.status}) without a dual bound"
     estimate = spec.decode(spec.model)
     if not ours:
-        return SolverRun(estimate, float(pyo.value(objective)), bound, stop, [], native)
+        progress.update(float(pyo.value(objective)), bound, out.native["nodes"], force=True)
+        return SolverRun(estimate, float(pyo.value(objective)), bound, stop, progress.rows, native)
     if bound is not None and spec.bound_cap is not None:
         bound = min(bound, spec.bound_cap)
-    return SolverRun(estimate, spec.objective(estimate),
-                     None if bound is None else bound * spec.objective_scale, stop, [], native)
+    bound = None if bound is None else bound * spec.objective_scale
+    progress.update(spec.objective(estimate), bound, out.native["nodes"], force=True)
+    return SolverRun(estimate, spec.objective(estimate), bound, stop, progress.rows, native)
 
 
 def _nargs(expr) -> int:

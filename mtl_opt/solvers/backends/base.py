@@ -27,8 +27,9 @@ import logging
 import math
 import os
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -108,7 +109,8 @@ class BackendResult:
         The class the model was solved as (one of ``PROBLEM_CLASSES``).
     native : dict
         Native figures, unmodified: ``status`` (the solver's own status
-        string), ``gap`` (the solver's own gap definition) and
+        string), ``gap`` (the solver's own gap definition), ``nodes`` (its
+        branch-and-bound nodes, 0 for an LP) and
         ``termination_condition`` (Pyomo's).
     """
 
@@ -154,6 +156,9 @@ class Backend(abc.ABC):
     #: never saw it (``raise_if_interrupted``).
     INTERRUPTED: ClassVar[frozenset[str]] = frozenset()
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
+    #: The ``solver_options`` that show the solver's own log (with ``verbose``, which alone shows
+    #: mtl_opt's table only, ``solvers.progress``).
+    NATIVE_LOG: ClassVar[Mapping[str, Any]]
     #: (native name, default) of the dual-feasibility tolerance: how negative a reduced cost the
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
     DUAL_TOLERANCE: ClassVar[tuple[str, float]]
@@ -218,7 +223,9 @@ class Backend(abc.ABC):
 
     def solve(self, model: pyo.Block, problem_class: str, opts: SolveOptions | None = None, *,
               start: Iterable[tuple[Any, float]] | None = None,
-              persistent: bool = False, deadline: Deadline | None = None) -> BackendResult:
+              persistent: bool = False, deadline: Deadline | None = None,
+              progress: Callable[[float | None, float | None, int | None], None] | None = None,
+              ) -> BackendResult:
         """Solve the minimization ``model`` as a ``problem_class`` problem.
 
         A found solution (optimal or not, e.g. the incumbent of a time-limited
@@ -233,6 +240,9 @@ class Backend(abc.ABC):
         call, translation included: the solver's own limit is set to what is
         left when it starts, and a deadline that passes first ends the call
         with status ``time_limit`` and no solution, the solver not started.
+        ``progress(incumbent, bound, nodes)`` is called from the solver's own callbacks while it
+        runs (``_watch``; None for a figure it has not got), often: it throttles itself
+        (``solvers.progress.Progress``).
         """
         self._check_request(model, problem_class)
         opts = SolveOptions() if opts is None else opts
@@ -247,22 +257,31 @@ class Backend(abc.ABC):
         if start:
             self._set_start(solver, model, start)
         clock = time.perf_counter()
+        unwatch = []
+
+        def on_optimize():
+            self._limit_time(solver, deadline)
+            if progress is not None:
+                unwatch.append(self._watch(solver._solver_model, progress))
         try:
             deadline.check()
-            with self._checked_translation(solver, deadline), self._streams(opts.verbose):
+            with (self._checked_translation(solver, deadline, progress), self._streams(opts.verbose),
+                  self._releasing_gil(progress is not None), ticking(progress)):
                 results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                        raise_exception_on_nonoptimal_result=False,
-                                       solver_options=options,
-                                       timer=_OnOptimize(lambda: self._limit_time(solver, deadline)))
+                                       solver_options=options, timer=_OnOptimize(on_optimize))
         except DeadlineReached:
             self._session = None  # a translation cut short leaves a persistent solver out of step
             return BackendResult(
                 status="time_limit", has_solution=False, objective=None, bound=None,
                 solver=self.label, solver_version=self.version(),
                 wall_time=time.perf_counter() - clock, problem_class=problem_class,
-                native={"status": "not started: the deadline passed first"})
+                native={"status": "not started: the deadline passed first", "nodes": 0})
         except Exception as exc:
             raise self._failure(exc, problem_class) from exc
+        finally:
+            for stop in unwatch:
+                stop()
         wall_time = time.perf_counter() - clock
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
@@ -284,6 +303,7 @@ class Backend(abc.ABC):
             solver=self.label, solver_version=self.version(), wall_time=wall_time,
             problem_class=problem_class,
             native={"status": native_status, "gap": native_gap,
+                    "nodes": 0 if problem_class == LP else self._node_count(solver._solver_model),
                     "termination_condition": results.termination_condition.name},
             _results=results,
         )
@@ -308,8 +328,10 @@ class Backend(abc.ABC):
         if math.isfinite(left):
             self._set_time_limit(solver._solver_model, left)
 
-    def _checked_translation(self, solver: Any, deadline: Deadline) -> contextlib.AbstractContextManager:
-        """Where translating a model to the solver is slow: a context that checks ``deadline`` during it."""
+    def _checked_translation(self, solver: Any, deadline: Deadline,
+                             progress: Callable | None) -> contextlib.AbstractContextManager:
+        """Where translating a model to the solver is slow: a context that checks ``deadline``
+        during it (and calls ``progress(None, None, None)``, a heartbeat)."""
         return contextlib.nullcontext()
 
     def load_duals(self, model: pyo.Block, result: BackendResult,
@@ -365,6 +387,15 @@ class Backend(abc.ABC):
     def _accepts(self, probe: Any, key: str, value: Any) -> bool:
         """Whether the solver takes option ``key=value`` (set on ``probe``)."""
 
+    def _node_count(self, native_model: Any) -> int:
+        """The branch-and-bound nodes of the last solve (0 for a continuous model)."""
+        return 0
+
+    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+        """Call ``progress(incumbent, bound, nodes)`` from the native solver's callbacks during its
+        next solve; returns what stops it.  Default: no callback (the solve is one silent call)."""
+        return lambda: None
+
     def _failure(self, exc: Exception, problem_class: str) -> Exception:
         """The error to raise for ``exc``, raised by the solver during a solve (default: SolverError)."""
         return SolverError(f"{self.label} failed on this {problem_class.upper()} model: {exc} "
@@ -375,6 +406,11 @@ class Backend(abc.ABC):
 
     def _streams(self, verbose: bool) -> contextlib.AbstractContextManager:
         """Where the solver's output goes during a solve (default: Pyomo's capture)."""
+        return contextlib.nullcontext()
+
+    def _releasing_gil(self, wanted: bool) -> contextlib.AbstractContextManager:
+        """Where the native solve holds the GIL: a context in which it releases it when
+        ``wanted``, so the heartbeat thread (``ticking``) runs (default: nothing to do)."""
         return contextlib.nullcontext()
 
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
@@ -423,6 +459,33 @@ class Backend(abc.ABC):
                 f"value out of range; see the {self.label} option reference."
             )
 
+
+
+#: Seconds between the calls of ``ticking``.
+TICK = 0.5
+
+
+@contextlib.contextmanager
+def ticking(progress: Callable | None):
+    """Call ``progress(None, None, None)`` every ``TICK`` seconds from a thread while the block
+    runs: the heartbeat where a solver calls no callback for a while (HiGHS inside its sub-MIP
+    heuristics: 9 s in a 60 s OA master; SCIP in strong branching: 10 s in a 60 s MIQP).  The
+    solver must release the GIL meanwhile: highspy does, SCIP through ``_releasing_gil``."""
+    if progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(TICK):
+            progress(None, None, None)
+    thread = threading.Thread(target=beat, name="mtl_opt-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 class _OnOptimize(HierarchicalTimer):

@@ -40,6 +40,7 @@ class GurobiBackend(Backend):
                          "SUBOPTIMAL", "INTERRUPTED"), "error"),  # (interrupts raise first)
     }
     INTERRUPTED = frozenset({"INTERRUPTED"})
+    NATIVE_LOG = {"OutputFlag": 1}
     LP_OPTIONS = {"DualReductions": 0}  # so an infeasible LP is INFEASIBLE, not INF_OR_UNBD
 
     def dual_tolerance(self, opts: SolveOptions) -> float:
@@ -50,7 +51,8 @@ class GurobiBackend(Backend):
 
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
         return {"TimeLimit": opts.time_limit, "MIPGap": opts.rel_gap, "MIPGapAbs": opts.abs_gap,
-                "Threads": opts.threads, "Seed": opts.seed, "OutputFlag": int(opts.verbose)}
+                "Threads": opts.threads, "Seed": opts.seed,
+                "OutputFlag": 0}   # verbose shows mtl_opt's table; Gurobi's own log is NATIVE_LOG
 
     def _set_time_limit(self, native_model: Any, seconds: float) -> None:
         native_model.setParam("TimeLimit", seconds)
@@ -61,6 +63,10 @@ class GurobiBackend(Backend):
         names = {getattr(gurobipy.GRB.Status, name): name for name in self.STATUS}
         gap = native_model.MIPGap if native_model.IsMIP else float("nan")  # no gap outside MIPs
         return names.get(native_model.Status, str(native_model.Status)), gap
+
+    def _node_count(self, native_model: Any) -> int:
+        # (no ``_watch``: Pyomo calls Gurobi's optimize() without a callback, so a solve is silent)
+        return int(native_model.NodeCount) if native_model.IsMIP else 0
 
     def _new_native_model(self) -> Any:
         import gurobipy

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyomo.environ as pyo
 
-from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend
+from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend, _finite, _patched, native_streams
 from mtl_opt.solvers.options import SolveOptions
 
 
@@ -33,17 +33,45 @@ class HighsBackend(Backend):
                          "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
     }
     INTERRUPTED = frozenset({"kInterrupt", "kHighsInterrupt"})
+    NATIVE_LOG = {"output_flag": True}
 
     def _translate(self, opts: SolveOptions) -> dict[str, Any]:
         return {"time_limit": opts.time_limit, "mip_rel_gap": opts.rel_gap,
                 "mip_abs_gap": opts.abs_gap, "threads": opts.threads,
-                "random_seed": opts.seed, "output_flag": opts.verbose}
+                "random_seed": opts.seed,
+                "output_flag": False}   # verbose shows mtl_opt's table; HiGHS's own log is NATIVE_LOG
 
     def _set_time_limit(self, native_model: Any, seconds: float) -> None:
         native_model.setOptionValue("time_limit", seconds)
 
     def _native_status(self, native_model: Any) -> tuple[str, float]:
         return native_model.getModelStatus().name, native_model.getInfo().mip_gap
+
+    def _streams(self, verbose: bool):
+        # Pyomo's highs captures fds 1 and 2 into a pipe that a Python thread drains, but highspy's
+        # run() holds the GIL, so what the progress callback prints would reach the console only
+        # when the solve ends (41 s late in a 60 s master solve): HiGHS writes to native_streams.
+        from pyomo.contrib.solver.solvers import highs
+
+        return _patched(highs, "capture_output", lambda *args, **kwargs: native_streams(verbose))
+
+    def _node_count(self, native_model: Any) -> int:
+        return max(0, native_model.getInfo().mip_node_count)
+
+    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+        # HiGHS calls its interrupt callbacks many times a second: in branch and bound (with its
+        # bounds and node count), in the simplex and interior-point loops (a heartbeat only).
+        def mip(event):
+            out = event.data_out
+            progress(_finite(out.mip_primal_bound), _finite(out.mip_dual_bound), out.mip_node_count)
+
+        def heartbeat(event):
+            progress(None, None, None)
+        hooks = [(native_model.cbMipInterrupt, mip), (native_model.cbSimplexInterrupt, heartbeat),
+                 (native_model.cbIpmInterrupt, heartbeat)]
+        for hook, callback in hooks:
+            hook.subscribe(callback)
+        return lambda: [hook.unsubscribe(callback) for hook, callback in hooks]
 
     def _new_native_model(self) -> Any:
         import highspy

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import functools
+import math
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyomo.environ as pyo
@@ -68,6 +71,7 @@ class ScipBackend(Backend):
         "unknown": "error",
     }
     INTERRUPTED = frozenset({"userinterrupt"})
+    NATIVE_LOG = {"display/verblevel": 4}
     LP_OPTIONS = {"presolving/maxrounds": 0, "propagating/maxrounds": 0,
                   "propagating/maxroundsroot": 0}
 
@@ -76,20 +80,22 @@ class ScipBackend(Backend):
                 "limits/memory": default_memory_limit_mb(),
                 "limits/absgap": opts.abs_gap, "lp/threads": opts.threads,
                 "randomization/randomseedshift": opts.seed,
-                "display/verblevel": 4 if opts.verbose else 0}
+                "display/verblevel": 0}   # verbose shows mtl_opt's table; SCIP's own log is NATIVE_LOG
 
     def _set_time_limit(self, native_model: Any, seconds: float) -> None:
         native_model.setParam("limits/time", seconds)
 
     @contextlib.contextmanager
-    def _checked_translation(self, solver: Any, deadline: Deadline):
+    def _checked_translation(self, solver: Any, deadline: Deadline, progress: Callable | None):
         # Pyomo builds the SCIP model constraint by constraint in Python (~6 s for a Big-M MIQP
         # with 600,000 nonzeros): check the deadline between constraints (scip_direct builds a
-        # fresh model per solve, so one cut short leaves nothing behind).
+        # fresh model per solve, so one cut short leaves nothing behind), and beat the heartbeat.
         add = solver._add_constraint
 
         def checked(constraint):
             deadline.check()
+            if progress is not None:
+                progress(None, None, None)
             add(constraint)
 
         solver._add_constraint = checked
@@ -100,6 +106,19 @@ class ScipBackend(Backend):
 
     def _native_status(self, native_model: Any) -> tuple[str, float]:
         return native_model.getStatus(), native_model.getGap()
+
+    def version(self) -> str:
+        """SCIP's own version and the PySCIPOpt that reaches it, e.g. ``"10.0.0 (PySCIPOpt 6.3.0)"``."""
+        self._require_available()
+        return _versions()
+
+    def _node_count(self, native_model: Any) -> int:
+        return native_model.getNNodes()
+
+    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+        native_model.includeEventhdlr(event_watcher()(progress), "mtl_opt_progress",
+                                      "mtl_opt's live log (solvers.progress)")
+        return lambda: None   # scip_direct builds a fresh model per solve
 
     def _new_native_model(self) -> Any:
         import pyscipopt
@@ -120,6 +139,16 @@ class ScipBackend(Backend):
 
         return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
 
+    def _releasing_gil(self, wanted: bool) -> contextlib.AbstractContextManager:
+        # Pyomo's scip_direct calls Model().optimize(), which holds the GIL: SCIP's strong branching
+        # at the root ran 7-10 s without an event in a 60 s MIQP.  Its models are made of a Model
+        # whose optimize() is pyscipopt's optimizeNogil() (callbacks take the GIL back).
+        if not wanted:
+            return contextlib.nullcontext()
+        import pyscipopt
+
+        return _patched(pyscipopt, "Model", _released_model())
+
     # --- for code that drives SCIP itself (single-tree OA's constraint handler) ------------
 
     def native_model(self, model: pyo.Block) -> tuple[Any, Mapping[Any, Any]]:
@@ -132,8 +161,8 @@ class ScipBackend(Backend):
 
     def set_options(self, scip: Any, opts: SolveOptions) -> None:
         """Set ``opts`` on the pyscipopt Model ``scip`` as ``solve`` would: ``solver_options``
-        checked first (InvalidParameterError naming a bad one), then translated; output only
-        when ``opts.verbose``."""
+        checked first (InvalidParameterError naming a bad one), then translated; SCIP's own log
+        (``display/verblevel`` in ``solver_options``) only when ``opts.verbose``."""
         self._reject_bad_options(opts.solver_options)
         scip.setParams(self.native_options(opts))
         scip.hideOutput(not opts.verbose)
@@ -150,6 +179,66 @@ class ScipBackend(Backend):
         return {con: _row_scale(con, scip.getValsLinear(row), loader._var_map)
                 * scip.getDualsolLinear(row) for con, row in rows.items()}
 
+
+
+@functools.cache
+def _released_model() -> type:
+    """pyscipopt's Model, its optimize() releasing the GIL (``optimizeNogil``)."""
+    import pyscipopt
+
+    class Model(pyscipopt.Model):
+        def optimize(self):
+            self.optimizeNogil()
+    return Model
+
+
+@functools.cache
+def _versions() -> str:
+    import pyscipopt
+
+    scip = pyscipopt.Model()
+    return (f"{scip.getMajorVersion()}.{scip.getMinorVersion()}.{scip.getTechVersion()} "
+            f"(PySCIPOpt {pyscipopt.__version__})")
+
+
+@functools.cache
+def event_watcher() -> type:
+    """The SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``)
+    at most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better dual bounds,
+    presolve rounds and the cuts of each separation round (SCIP's root can separate for minutes
+    in one node, between LPSOLVED events).  Made on first use (pyscipopt is imported then)."""
+    from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
+
+    events = (SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED | SCIP_EVENTTYPE.BESTSOLFOUND
+              | SCIP_EVENTTYPE.DUALBOUNDIMPROVED | SCIP_EVENTTYPE.ROWADDEDSEPA
+              | SCIP_EVENTTYPE.PRESOLVEROUND)
+
+    class EventWatcher(Eventhdlr):
+        EVERY = 0.05
+
+        def __init__(self, progress: Callable):
+            self.progress, self.last = progress, -math.inf
+
+        def eventinit(self):
+            self.model.catchEvent(events, self)
+
+        def eventexit(self):
+            self.model.dropEvent(events, self)
+
+        def eventexec(self, event):
+            now = time.perf_counter()
+            if now - self.last < self.EVERY:
+                return {}
+            self.last, scip = now, self.model
+            self.progress(_below_infinity(scip.getPrimalbound()),
+                          _below_infinity(scip.getDualbound()), scip.getNNodes())
+            return {}
+    return EventWatcher
+
+
+def _below_infinity(value: float) -> float | None:
+    """SCIP's figure, or None for its infinity (1e20)."""
+    return float(value) if abs(value) < 1e20 else None
 
 
 def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> float:
