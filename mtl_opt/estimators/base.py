@@ -17,7 +17,8 @@ import time
 import numpy as np
 
 from ..data import MultiTaskData, _to_float_array
-from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
+from ..data.core import _check_finite
+from ..errors import InvalidDataError, InvalidParameterError, NotFittedError, SolverError
 from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..deadline import Deadline
@@ -158,11 +159,13 @@ class MTLEstimator:
                   "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
                   "solver_version": run.native["solver_version"], "native": run.native,
                   "bound_source": run.native["bound"]}
-        if run.estimate is None:   # infeasible, or stopped without a solution
+        if run.estimate is None:   # infeasible, or stopped without a solution: NaN, and why
             nan = np.full((data.n_tasks, data.n_features), np.nan)
+            why = run.native.get("infeasible", f"the backend stopped ({run.native['backend_status']}) "
+                                               f"before it found a solution")
             return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
-                             task_names=list(data.task_names),
-                             feature_names=list(data.feature_names), **shared)
+                             task_names=list(data.task_names), feature_names=list(data.feature_names),
+                             warnings=[f"no estimate: {why}; coef and intercept are NaN."], **shared)
         return dataclasses.replace(spec.finish(run, options), **shared)
 
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
@@ -214,6 +217,9 @@ class MTLEstimator:
         by name, or a list of design matrices, one per fitted task in order.
         """
         self._check_is_fitted()
+        if np.isnan(self.coef_).all():   # the fit stopped without one (``_fit_spec``)
+            raise SolverError(f"the last fit found no estimate ({self.result_.status}): "
+                              f"{' '.join(self.result_.warnings)} Fit again before predicting.")
         if isinstance(data, MultiTaskData):
             unknown = [t for t in data.task_names if t not in self.task_names_]
             if unknown:
@@ -231,6 +237,7 @@ class MTLEstimator:
         out = []
         for k, X in zip(rows, Xs):
             X = _to_float_array(X, self.task_names_[k], "X")
+            _check_finite(X, self.task_names_[k], "X")
             if X.ndim != 2 or X.shape[1] != p:
                 raise InvalidDataError(
                     f"task {self.task_names_[k]!r}: expected an (n, {p}) design matrix; "
