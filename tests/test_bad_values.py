@@ -348,4 +348,4 @@ def test_collab_with_a_diverging_step_size_stops_with_a_named_error(tmp_path):
 def test_bandit_horizon_beyond_memory_is_refused_at_once(tmp_path):
     run = mtl_opt("bandit", INSTANCES / "molarb_model_c.toml", "--horizon", "1000000000000", "--quiet",
                   cwd=tmp_path)
-    assert_one_line_error(run, "(1000000000000 rounds + 8 users) of regret needs at least", "lower the horizon")
+    assert_one_line_error(run, "(1000000000000 rounds + 20 users) of regret needs at least", "lower the horizon")
