@@ -253,10 +253,13 @@ def test_cli_writes_table_results_and_plots(tmp_path, capsys):
     (["{tiny}", "--time-limit", "-1"], "time_limit > 0"),
     ([], "at least one instance"),
 ])
-def test_cli_bad_input_exits_with_invalid_input(args, message, capsys):
+def test_cli_bad_input_exits_with_invalid_input(args, message, capsys, tmp_path):
+    """A fresh --out each (a fixed one, made by root, kept rows that let a later run skip its
+    cells, and with them the scheduler)."""
     args = [a.format(tiny=LIB / "tiny_molar.toml") for a in args]
-    assert main(["bench", *args, "--out", "/nonexistent/never-written"]) == ExitCode.INVALID_INPUT
+    assert main(["bench", *args, "--out", str(tmp_path / "out")]) == ExitCode.INVALID_INPUT
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "out" / "results.jsonl").exists() or "--scheduler" in args
 
 
 def test_list_solvers_names_every_solver(capsys):
