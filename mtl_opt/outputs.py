@@ -44,7 +44,8 @@ def check_output(path: str | Path, *, inputs: Iterable[str | Path] = (), what: s
         source = next((s for s in inputs if path.exists() and Path(s).exists()
                        and os.path.samefile(path, s)), None)
     except OSError as exc:   # e.g. a name too long for the file system
-        raise OutputError(f"cannot use {what} {path}: {exc.strerror or exc}. Choose another path.") from None
+        raise OutputError(f"cannot use {what} {path}: {exc.strerror or exc}. "
+                          f"Choose another path.") from None
     if directory:
         raise OutputError(f"{what} {path} is a directory; give a file name inside it.")
     if special:   # the atomic rename would replace the device node or FIFO itself
