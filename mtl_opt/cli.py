@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import enum
 import sys
+import warnings
 from pathlib import Path
 
 from . import __version__
@@ -113,7 +114,17 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"solve": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
                     "collab": collab_command.run, "bandit": bandit_command.run,
                     "bench": bench_command.run}
-        return commands[args.command](args)
+        shown = set()
+
+        def warning_line(message, *_):   # the CLI's shape: one line on stderr, each text once
+            if str(message) not in shown:
+                shown.add(str(message))
+                print(f"mtl-opt: warning: {message}", file=sys.stderr)
+
+        with warnings.catch_warnings():   # an old spelling in a file warns here too
+            warnings.filterwarnings("always", category=DeprecationWarning, module="mtl_opt")
+            warnings.showwarning = warning_line
+            return commands[args.command](args)
     except MTLOptError as exc:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)
         return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))

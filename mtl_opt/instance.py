@@ -33,7 +33,7 @@ from pathlib import Path
 from .data import MultiTaskData
 from .errors import InstanceFileError, InvalidParameterError
 from .formulations.constraints import as_constraints
-from .tomlfile import only_keys, read_toml
+from .tomlfile import only_keys, read_tables
 from .estimators import ESTIMATORS, MTLEstimator
 from .solvers.options import SolveOptions
 
@@ -110,11 +110,7 @@ class Instance:
 def load_instance(path: str | Path) -> Instance:
     """Parse and check an instance file (data is not read; see ``Instance.load_data``)."""
     path = Path(path)
-    raw = read_toml(path, "instance file")
-    only_keys(path, "the top level", raw, {"data", "method", "solve", "constraints"})
-    for table in ("data", "method"):
-        if not isinstance(raw.get(table), dict):
-            raise InstanceFileError(f"{path}: missing [{table}] table.")
+    raw = read_tables(path, "solve", ("solve",), ("constraints",))
     data_spec = _data_spec(path, raw["data"])
     method, params = _method(path, raw["method"])
     if "constraints" in raw:

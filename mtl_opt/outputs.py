@@ -5,8 +5,10 @@ goes through this module:
 
 - ``check_output(path, inputs=...)`` runs before the work that produces the
   file: it creates missing parent directories, proves the directory writable
-  by creating a probe file there, and refuses a directory or one of the input
-  files as the target.  A bad path costs nothing, not a finished fit.
+  by creating a probe file there under the temporary name the write will use,
+  and refuses a directory, a node that is no regular file (a device or FIFO: the
+  rename would replace it) or one of the input files as the target.  A bad path
+  costs nothing, not a finished fit.
 - ``atomic_path(path)`` yields a temporary file beside ``path`` to write to;
   only a complete write is fsynced and renamed over ``path``, so a failure
   (a full disk, a crash) leaves the file that was there intact.
@@ -37,13 +39,23 @@ def check_output(path: str | Path, *, inputs: Iterable[str | Path] = (), what: s
                  ) -> Path:
     """``path`` as a Path, once it is known that a file can be written there (see module doc)."""
     path = Path(path)
-    if path.is_dir():
+    try:
+        directory, special = path.is_dir(), path.exists() and not path.is_file()
+        source = next((s for s in inputs if path.exists() and Path(s).exists()
+                       and os.path.samefile(path, s)), None)
+    except OSError as exc:   # e.g. a name too long for the file system
+        raise OutputError(f"cannot use {what} {path}: {exc.strerror or exc}. "
+                          f"Choose another path.") from None
+    if directory:
         raise OutputError(f"{what} {path} is a directory; give a file name inside it.")
-    for source in inputs:
-        if path.exists() and Path(source).exists() and os.path.samefile(path, source):
-            raise OutputError(f"{what} {path} is the input file {source}; writing it would destroy "
-                              f"the input. Choose another path.")
+    if special:   # the atomic rename would replace the device node or FIFO itself
+        raise OutputError(f"{what} {path} is not a regular file (a device, FIFO or socket); "
+                          f"give the path of a regular file.")
+    if source is not None:
+        raise OutputError(f"{what} {path} is the input file {source}; writing it would destroy "
+                          f"the input. Choose another path.")
     check_output_dir(path.parent, what=f"the directory of {what} {path}")
+    _temporary(path).unlink()   # the name atomic_path will write under can be created
     return path
 
 
@@ -64,12 +76,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, so writers that go by it keep working);
     after the block it is fsynced and renamed over ``path``, or removed if the block failed."""
     path = Path(path)
-    try:
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}.") from None
-    os.close(fd)
-    temporary = Path(name)
+    temporary = _temporary(path)
     try:
         yield temporary
         with open(temporary, "rb+") as fh:
@@ -81,6 +88,16 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
                           f"the file that was there (if any) is unchanged.") from None
     finally:
         temporary.unlink(missing_ok=True)
+
+
+def _temporary(path: Path) -> Path:
+    """A new empty file beside ``path``, named after it (``atomic_path`` writes there)."""
+    try:
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}.") from None
+    os.close(fd)
+    return Path(name)
 
 
 def write_text(path: str | Path, text: str) -> None:

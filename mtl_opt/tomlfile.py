@@ -34,11 +34,30 @@ def only_keys(path: Path, where: str, table: dict, allowed: set) -> None:
             f"allowed: {', '.join(sorted(allowed))}.")
 
 
-def read_tables(path: Path, what: str, required: tuple, optional: tuple = ()) -> dict:
-    """The parsed file, with only the ``required`` and ``optional`` top-level tables, the required present."""
+#: The kinds of TOML file, by the ``mtl-opt`` command that runs them: what the file is called
+#: and the top-level tables it must have.
+FILE_KINDS = {"solve": ("instance file", ("data", "method")),
+              "bandit": ("experiment file", ("environment", "policies", "run")),
+              "collab": ("experiment file", ("system", "run", "methods"))}
+
+
+def read_tables(path: Path, command: str, optional: tuple = (), arrays: tuple = ()) -> dict:
+    """The parsed file of ``command`` (``FILE_KINDS``): its required top-level tables present,
+    the ``optional`` ones tables where present, ``arrays`` (arrays of tables, checked by the
+    caller) allowed, nothing else.  Another command's file is named as such."""
+    what, required = FILE_KINDS[command]
     raw = read_toml(path, what)
-    only_keys(path, "the top level", raw, set(required) | set(optional))
+    for other, (_, tables) in FILE_KINDS.items():
+        if other != command and set(tables) <= raw.keys() and not set(required) <= raw.keys():
+            raise InstanceFileError(f"{path} is a file for 'mtl-opt {other}' (it has the tables "
+                                    f"{', '.join(tables)}), not an {what}; run it with: "
+                                    f"mtl-opt {other} {path}")
+    only_keys(path, "the top level", raw, {*required, *optional, *arrays})
+    for table in (*required, *optional):
+        if table in raw and not isinstance(raw[table], dict):
+            raise InstanceFileError(f"{path}: {table} must be a [{table}] table; got "
+                                    f"{table} = {raw[table]!r} at the top level.")
     for table in required:
-        if not isinstance(raw.get(table), dict):
+        if table not in raw:
             raise InstanceFileError(f"{path}: missing [{table}] table.")
     return raw

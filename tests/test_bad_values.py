@@ -34,7 +34,7 @@ from mtl_opt.collab.runner import run_methods
 from mtl_opt.collab.systems import gaussian_system
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import DivergenceError, InstanceFileError, InvalidDataError, InvalidParameterError
-from mtl_opt.estimators import ESTIMATORS, MOLAR
+from mtl_opt.estimators import ESTIMATORS, MOLAR, SparseMTL
 from mtl_opt.estimators.base import Interval, SequenceOf
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import sparse_heterogeneity
@@ -199,6 +199,39 @@ def test_files_and_predict_refuse_complex_values(tmp_path):
         fitted.predict([X, *DATA.Xs[1:]])
 
 
+def _scaled(task: int, column: int | None, factor: float) -> MultiTaskData:
+    """DATA with task ``task``'s feature ``column`` (None: its y) times ``factor``."""
+    Xs, ys = [X.copy() for X in DATA.Xs], [y.copy() for y in DATA.ys]
+    if column is None:
+        ys[task] *= factor
+    else:
+        Xs[task][:, column] *= factor
+    return MultiTaskData(Xs, ys)
+
+
+@pytest.mark.parametrize("task, column, factor, phrase", [
+    (0, None, 1e200, r"task 'task0': y holds a value of magnitude \S+e\+200, beyond 1e\+100"),
+    (1, 3, 1e300, r"task 'task1': feature 'x3' holds a value of magnitude \S+e\+300"),
+    (2, 5, 1e-300, r"task 'task2': feature 'x5' has no value above \S+e-30\d in magnitude, below "
+                   r"1e-100: its squares underflow to 0, so it would look constant"),
+])
+def test_data_at_a_scale_float64_sums_of_squares_cannot_carry_is_refused(task, column, factor, phrase):
+    """y x 1e200 gave 'Objective inf' and exit 0, a feature x 1e300 was silently zeroed, and one x
+    1e-300 was called constant: each is refused where the data are built, naming the column."""
+    with pytest.raises(InvalidDataError, match=phrase + r".* Rescale it"):
+        _scaled(task, column, factor)
+    fitted = SparseMTL(s=2, lambda_ridge=0.1).fit(_scaled(task, column, factor ** 0.3))  # 1e60, 1e90, 1e-90
+    assert np.isfinite(fitted.result_.objective) and np.isfinite(fitted.coef_).all()
+
+
+def test_predict_refuses_non_finite_values():
+    fitted = MOLAR().fit(DATA)
+    X = DATA.Xs[0].copy()
+    X[3, 1] = np.nan
+    with pytest.raises(InvalidDataError, match="task 'task0': X has 1 non-finite value.* row 3"):
+        fitted.predict([X, *DATA.Xs[1:]])
+
+
 def test_bool_and_integer_data_are_still_accepted_exactly():
     data = MultiTaskData([np.array([[True, 2], [False, 5]], dtype=np.int64)], [np.array([1, 0], dtype=bool)])
     assert data.Xs[0].dtype == np.float64 and data.Xs[0].tolist() == [[1.0, 2.0], [0.0, 5.0]]
@@ -214,6 +247,14 @@ def test_a_bandit_run_beyond_memory_is_refused_before_allocating():
     users = SyntheticGroups(n_users=10**12)  # its reset would allocate groups for every user
     with pytest.raises(InvalidParameterError, match=r"\(10 rounds \+ 1000000000000 users\)"):
         run_bandit(users, OLSBandit(), 10, progress=False)
+
+
+def test_a_bandit_round_beyond_memory_is_refused_before_running():
+    """M = 1e8 users hung: a round holds every served user's arm features, and the environment
+    one parameter per user."""
+    with pytest.raises(InvalidParameterError, match=r"a round of 100000000 users x 2 arms x 1000 "
+                                                    r"features needs at least .* of memory"):
+        run_bandit(ModelC(d=1000, s=1, M=10**8, K=2), OLSBandit(), 10, progress=False)
 
 
 def test_a_collab_horizon_beyond_memory_is_refused_before_allocating():
@@ -307,4 +348,4 @@ def test_collab_with_a_diverging_step_size_stops_with_a_named_error(tmp_path):
 def test_bandit_horizon_beyond_memory_is_refused_at_once(tmp_path):
     run = mtl_opt("bandit", INSTANCES / "molarb_model_c.toml", "--horizon", "1000000000000", "--quiet",
                   cwd=tmp_path)
-    assert_one_line_error(run, "(1000000000000 rounds + 8 users) of regret needs at least", "lower the horizon")
+    assert_one_line_error(run, "(1000000000000 rounds + 20 users) of regret needs at least", "lower the horizon")

@@ -244,13 +244,22 @@ def test_cli_writes_table_results_and_plots(tmp_path, capsys):
     (["no/such/instance.toml"], "does not exist"),
     (["{tiny}", "--solvers", "bcd,simplex"], "unknown bench solver(s) 'simplex'; known: bcd"),
     (["{tiny}", "--jobs", "0"], "jobs must be >= 1"),
+    (["{tiny}", "--jobs", "100000"], f"jobs must be >= 1 and at most {os.cpu_count()}, the CPU count"),
+    (["{tiny}", "--time-limit", "1e300"], "at most 2147483.647 seconds (24.8 days, the longest wait "
+                                          "for a cell); got 2e+300 (2 x time limit + 30): lower the"),
+    (["{tiny}", "--hard-limit", "1e7"], "at most 2147483.647 seconds"),
+    (["{tiny}", "--scheduler", "not a url"], "cannot reach the Dask scheduler at 'not a url'"),
+    (["{tiny}", "{tiny}"], "listed more than once; list each once (--repeats runs each cell"),
     (["{tiny}", "--time-limit", "-1"], "time_limit > 0"),
     ([], "at least one instance"),
 ])
-def test_cli_bad_input_exits_with_invalid_input(args, message, capsys):
+def test_cli_bad_input_exits_with_invalid_input(args, message, capsys, tmp_path):
+    """A fresh --out each (a fixed one, made by root, kept rows that let a later run skip its
+    cells, and with them the scheduler)."""
     args = [a.format(tiny=LIB / "tiny_molar.toml") for a in args]
-    assert main(["bench", *args, "--out", "/nonexistent/never-written"]) == ExitCode.INVALID_INPUT
+    assert main(["bench", *args, "--out", str(tmp_path / "out")]) == ExitCode.INVALID_INPUT
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "out" / "results.jsonl").exists() or "--scheduler" in args
 
 
 def test_list_solvers_names_every_solver(capsys):

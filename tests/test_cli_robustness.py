@@ -9,6 +9,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -107,6 +108,52 @@ def test_bad_output_paths_fail_before_any_work_and_leave_the_inputs_alone(tmp_pa
         message = one_line_error(*outcome)
         assert str(case[-1]) in message, case
     assert {p: p.read_bytes() for p in tmp_path.iterdir()} == inputs
+
+
+def test_outputs_that_are_no_regular_file_or_no_valid_name_fail_before_any_work(tmp_path):
+    """As root, --out /dev/full replaced the device node with a JSON file (the atomic rename), and a
+    300-character name ended in a traceback.  A FIFO stands for every device: it is safe to try."""
+    molar = copy_instance("tiny_molar", tmp_path)
+    fifo, long_name = tmp_path / "fifo", tmp_path / ("r" * 300 + ".json")
+    os.mkfifo(fifo)
+    errors = [one_line_error(*outcome) for outcome in run_all(("solve", molar, "--out", fifo),
+                                                              ("solve", molar, "--out", long_name))]
+    assert f"output file {fifo} is not a regular file" in errors[0]
+    assert "File name too long" in errors[1]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)   # still the FIFO
+    assert sorted(os.listdir(tmp_path)) == ["fifo", "tiny_molar.csv", "tiny_molar.toml"]
+
+
+def test_files_the_cli_misread_are_one_line_errors_or_warnings(tmp_path):
+    """Issue 49: a string where [solve] goes was a traceback; validate on a bandit or collab file
+    listed their tables as unknown keys; export --model master dropped a bounds constraint that
+    solve refuses; an old spelling in an instance file never warned on the CLI."""
+    molar = copy_instance("tiny_molar", tmp_path)
+    sparse = copy_instance("tiny_sparse_l0l2", tmp_path)
+    fast, old, bounded = tmp_path / "fast.toml", tmp_path / "old.toml", tmp_path / "bounded.toml"
+    fast.write_text('solve = "fast"\n' + molar.read_text())
+    assert 'algorithm = "lp"' in molar.read_text()
+    old.write_text(molar.read_text().replace('algorithm = "lp"', 'median = "lp"'))
+    bounded.write_text(sparse.read_text() + '[[constraints]]\nkind = "bounds"\nfeatures = ["x0"]\n'
+                                            'lower = -0.5\nupper = 0.5\n')
+    instances = ROOT / "instances"
+    fast_run, bandit, collab, master, solve_master, old_run = run_all(
+        ("solve", fast, "--out", tmp_path / "r.json"),
+        ("validate", instances / "molarb_model_c.toml"), ("validate", instances / "affpcl_synthetic.toml"),
+        ("export", bounded, "--model", "master", "--out", tmp_path / "m.mps"),
+        ("solve", bounded, "--algorithm", "oa_multi_tree", "--out", tmp_path / "r.json"),
+        ("solve", old, "--out", tmp_path / "old.json", "--quiet"))
+    assert "solve must be a [solve] table; got solve = 'fast'" in one_line_error(*fast_run)
+    assert (f"is a file for 'mtl-opt bandit' (it has the tables environment, policies, run), not an "
+            f"instance file; run it with: mtl-opt bandit {instances / 'molarb_model_c.toml'}"
+            in one_line_error(*bandit))
+    assert "run it with: mtl-opt collab" in one_line_error(*collab)
+    refusal = "cannot enforce sign or bound constraints on the coefficients"
+    assert refusal in one_line_error(*master) and refusal in one_line_error(*solve_master)
+    assert old_run[:2] == (0, "") and old_run[2].splitlines() == [
+        "mtl-opt: warning: The 'median' parameter of MOLAR is deprecated and will be removed in the "
+        "next release: write algorithm='lp'."]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".json", ".mps")) == ["old.json"]
 
 
 def test_a_missing_plot_directory_is_created_before_the_run(tmp_path):
@@ -214,14 +261,15 @@ def test_resume_drops_and_reports_cut_and_foreign_lines_and_runs_only_what_is_mi
             "time_limit": 60.0, "status": "optimal", "objective": 1.0, "lower_bound": 1.0,
             "abs_gap": 0.0, "rel_gap": 0.0, "time_s": 123.0, "peak_mem_mb": 1.0, "solve_mem_mb": 0.0,
             "solver_version": "marker row", "error": None, "trace": []}
-    (out / "results.jsonl").write_text(
-        json.dumps(kept) + '\n{"comment": "not a row"}\n' + json.dumps(kept)[:40])
+    (out / "results.jsonl").write_bytes(   # a row, a foreign object, no UTF-8, a cut row
+        (json.dumps(kept) + '\n{"comment": "not a row"}\n').encode() + b"\xff\xfe\x00 latin?\n"
+        + json.dumps(kept)[:40].encode())
     (rc, stdout, err), = run_all(("bench", molar, "--solvers", "median-sort,median-lp-highs",
                                   "--out", out, "--quiet"))
     assert rc == 0, err
     assert err.strip().splitlines() == [
-        f"mtl-opt: warning: {out / 'results.jsonl'}: ignored 2 line(s) that are not result rows "
-        f"(lines 2, 3); the file is rewritten without them."]
+        f"mtl-opt: warning: {out / 'results.jsonl'}: ignored 3 line(s) that are not result rows "
+        f"(lines 2, 3, 4); the file is rewritten without them."]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert rows[0] == kept  # kept as it was, not run again
     assert [(r["solver"], r["status"]) for r in rows] == [("median-sort", "optimal"),
@@ -233,14 +281,14 @@ def test_resume_drops_and_reports_cut_and_foreign_lines_and_runs_only_what_is_mi
 SPARSE_DATA = '[data]\npath = "tiny_sparse_a.csv"\ntask = "task"\nresponse = "y"\n'
 BAD_FOR_SOLVE = {  # instance -> a setting solve refuses at fit time
     "sparse_miqp_on_highs": SPARSE_DATA + '[method]\nname = "sparse_mtl"\nvariant = "l0l2"\ns = 2\n'
-                            'lambda_ridge = 0.05\nsolver = "miqp"\n[solve]\nbackend = "highs"\n',
+                            'lambda_ridge = 0.05\nalgorithm = "miqp"\n[solve]\nbackend = "highs"\n',
     "sparse_penalty_the_variant_lacks": SPARSE_DATA + '[method]\nname = "sparse_mtl"\nvariant = "l0l2"\n'
                                         's = 2\nlambda_ridge = 0.05\nlambda_zbar = 0.1\n',
     "sparse_oa_without_ridge_and_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "sparse_mtl"\n'
-                                          'variant = "l0l2"\ns = 2\nsolver = "oa"\n',
+                                          'variant = "l0l2"\ns = 2\nalgorithm = "oa"\n',
     "armul_lowrank_on_scip": '[data]\npath = "tiny_armul.csv"\ntask = "task"\nresponse = "y"\n'
                              '[method]\nname = "armul"\nstructure = "lowrank"\nn_components = 2\n'
-                             'solver = "scip"\n',
+                             'algorithm = "exact"\n',
     "molar_with_two_rows": '[data]\npath = "wide.npz"\n[method]\nname = "molar"\n',
 }
 
@@ -304,7 +352,7 @@ def test_ctrl_c_inside_a_scip_solve_stops_the_fit_with_exit_130(tmp_path):
     smtl_simulation(p=200, K=5, n=100, s_true=10, q=14, seed=0).data.to_npz(tmp_path / "hard.npz")
     (tmp_path / "hard.toml").write_text(
         '[data]\npath = "hard.npz"\n\n[method]\nname = "sparse_mtl"\nvariant = "l0l2"\ns = 10\n'
-        'lambda_ridge = 0.001\nsolver = "miqp"\n\n[solve]\ntime_limit = 300\n')
+        'lambda_ridge = 0.001\nalgorithm = "miqp"\n\n[solve]\ntime_limit = 300\n')
     proc = start("solve", tmp_path / "hard.toml", "--out", tmp_path / "r.json", cwd=tmp_path)
     assert proc.stdout.readline().startswith("mtl-opt ")   # the header: the fit is under way
     time.sleep(4)                                          # bcd (< 1 s) and the build are done

@@ -12,7 +12,7 @@ import pytest
 import scipy.optimize
 
 from mtl_opt.data import MultiTaskData
-from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
+from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError, SolverError
 from mtl_opt.estimators.armul import ARMUL
 from mtl_opt.estimators.baselines import PerTaskOLS, PooledOLS
 from mtl_opt.estimators.molar import MOLAR
@@ -155,6 +155,14 @@ def test_infeasible_user_rows_give_status_infeasible():
     assert est.result_.status == "infeasible"
     assert np.isnan(est.result_.coef).all() and est.result_.lower_bound is None
     assert est.result_.native["backend_status"] == "infeasible"
+    # said in the result, and no NaN estimate is used as a fit
+    assert est.result_.warnings == ["no estimate: the backend proved the edited model infeasible: its "
+                                    "rows contradict each other; remove or relax the rows you added; "
+                                    "coef and intercept are NaN."]
+    assert est.result_.warnings[0] in est.result_.summary()
+    with pytest.raises(SolverError, match=r"the last fit found no estimate \(infeasible\): no "
+                                          r"estimate: the backend proved .* Fit again"):
+        est.predict(Xs)
 
 
 def test_quadratic_row_on_highs_names_scip_and_scip_solves_it():

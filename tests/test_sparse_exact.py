@@ -9,7 +9,7 @@ import pytest
 from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
 from mtl_opt.bench.cell import trace
-from mtl_opt.errors import CapabilityError, InvalidParameterError
+from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 
 from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
@@ -530,3 +530,15 @@ def test_single_tree_oa_hands_scip_a_complete_start_it_accepts(variant):
     problem, _ = random_problem(variant, 77, K=3, p=12, n=15)
     run = solve_oa_single_tree(problem, SolveOptions(time_limit=2), fit_bcd(problem)[0])
     assert run.native["start_accepted"] is True
+
+
+def test_certify_refuses_data_other_than_the_fitted_tasks():
+    """certify on data with fewer tasks ended in a raw IndexError deep in the refit."""
+    problem, _ = random_problem("l0l2", 5, K=3)
+    data = MultiTaskData(list(problem.Xs), list(problem.ys))
+    model = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.1).fit(data)
+    before = model.result_
+    with pytest.raises(InvalidDataError, match=r"fitted on: tasks \['task0', 'task1', 'task2'\].*got "
+                                               r"tasks \['task0', 'task1'\]"):
+        model.certify(data.subset_tasks([0, 1]))
+    assert model.result_ is before

@@ -56,7 +56,7 @@ class BanditExperiment:
 def load_bandit_experiment(path: str | Path) -> BanditExperiment:
     """Parse the file and build the environment and policies (nothing is run)."""
     path = Path(path)
-    raw = read_tables(path, "experiment file", ("environment", "policies", "run"), ("output",))
+    raw = read_tables(path, "bandit", ("output",))
     env_params = dict(raw["environment"])
     kind = env_params.pop("kind", None)
     if kind is None:

@@ -90,6 +90,10 @@ def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, 
     require_memory(8 * (horizon + env.n_users) * (len(policies) * trials + 1),
                    f"{len(policies)} policies x {trials} trials x ({horizon} rounds + "
                    f"{env.n_users} users) of regret", "lower the horizon or the number of trials")
+    # the environment's parameters and one round's arm features when every user is served
+    require_memory(8 * env.n_users * env.dim * (env.n_arms + 1),
+                   f"a round of {env.n_users} users x {env.n_arms} arms x {env.dim} features",
+                   "lower the number of users or the dimension")
     regret = np.zeros((len(policies), trials, horizon))
     user_regret = np.zeros((len(policies), trials, env.n_users))
     seconds = np.zeros((len(policies), trials))

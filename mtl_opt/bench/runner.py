@@ -40,6 +40,12 @@ COLUMNS = ("instance", "method", "solver", "repeat", "time_limit", "status", "ob
            "solver_version", "error")
 #: Statuses of cells that produced no FitResult (besides the FitResult vocabulary).
 NOT_APPLICABLE, CRASHED, HARD_TIMEOUT = "not_applicable", "crashed", "hard_timeout"
+#: The longest hard limit a cell's wait can take: poll(2) counts its timeout in int32 milliseconds
+#: (24.8 days; --time-limit 1e300 overflowed it).
+MAX_HARD_LIMIT = (2**31 - 1) / 1000
+#: Most cells at once on this machine: each is a process that computes, and more than the cores
+#: only makes every cell's wall-clock limit measure the crowd (--jobs 100000 broke joblib's pool).
+MAX_JOBS = os.cpu_count() or 1
 
 
 def default_hard_limit(time_limit: float) -> float:
@@ -84,8 +90,17 @@ def plan(instances: list[str], solvers: list[BenchSolver], *, time_limit: float,
             f"need a finite time_limit > 0 and repeats >= 1; got time_limit={time_limit}, "
             f"repeats={repeats}.")
     hard = default_hard_limit(time_limit) if hard_limit is None else hard_limit
-    if not (math.isfinite(hard) and hard > 0):
-        raise InvalidParameterError(f"the hard limit must be a finite number > 0 seconds; got {hard}.")
+    if not (math.isfinite(hard) and 0 < hard <= MAX_HARD_LIMIT):
+        raise InvalidParameterError(
+            f"the hard limit must be > 0 and at most {MAX_HARD_LIMIT:.10g} seconds (24.8 days, the "
+            f"longest wait for a cell); got {hard:g}"
+            + (" (2 x time limit + 30): lower the time limit." if hard_limit is None else "."))
+    files = [Path(path).resolve() for path in instances]
+    repeated = sorted({str(file) for file in files if files.count(file) > 1})
+    if repeated:   # their cells would run twice, and twice under one key
+        raise InvalidParameterError(
+            f"instance file(s) {', '.join(repeated)} listed more than once; list each once "
+            f"(--repeats runs each cell several times).")
     cells, skipped = [], []
     for path in instances:
         instance = load_instance(path)
@@ -206,7 +221,8 @@ class ResultStore:
         if not self.json_path.exists():
             return []
         rows, bad = [], []
-        for number, line in enumerate(self.json_path.read_text().splitlines(), 1):
+        # bytes: a line that is no UTF-8 is one more line that is no row
+        for number, line in enumerate(self.json_path.read_bytes().splitlines(), 1):
             row = _parse_row(line)
             if row is None:
                 bad.append(number)
@@ -239,12 +255,12 @@ class ResultStore:
             path.unlink(missing_ok=True)
 
 
-def _parse_row(line: str) -> dict | None:
+def _parse_row(line: bytes) -> dict | None:
     """The result row on ``line``, or None if it is none (not JSON, or a foreign object)."""
     try:
         row = json.loads(line)
         row_key(row)
-    except (ValueError, TypeError, KeyError):  # json.JSONDecodeError is a ValueError
+    except (ValueError, TypeError, KeyError):  # JSONDecodeError, UnicodeDecodeError are ValueErrors
         return None
     return row if set(COLUMNS) | {"trace"} <= row.keys() else None
 
@@ -271,7 +287,7 @@ def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
             "--scheduler needs dask.distributed: pip install 'mtl_opt[dask]'.") from None
     try:
         client = Client(scheduler)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:   # unreachable, or no address (ValueError)
         raise InvalidParameterError(
             f"cannot reach the Dask scheduler at {scheduler!r} ({exc}); check the address "
             f"printed by 'dask scheduler'.") from None
@@ -294,8 +310,9 @@ def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: f
     it returns with each row that finishes.
     A KeyboardInterrupt kills the running cells and keeps the rows recorded.
     """
-    if jobs < 1:
-        raise InvalidParameterError(f"jobs must be >= 1; got {jobs}.")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise InvalidParameterError(f"jobs must be >= 1 and at most {MAX_JOBS}, the CPU count of "
+                                    f"this machine; got {jobs}.")
     instances = [str(path) for path in instances]
     cells, skipped = plan(instances, solvers, time_limit=time_limit, repeats=repeats,
                           hard_limit=hard_limit)

@@ -87,7 +87,7 @@ class Experiment:
 def load_experiment(path: str | Path) -> Experiment:
     """Parse and check an experiment file (nothing is run)."""
     path = Path(path)
-    raw = read_tables(path, "experiment file", ("system", "run", "methods"), ("output",))
+    raw = read_tables(path, "collab", ("output",))
     system = dict(raw["system"])
     kind = system.pop("kind", None)
     if kind not in SYSTEMS:

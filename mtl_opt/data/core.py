@@ -108,6 +108,25 @@ def _check_finite(a: np.ndarray, task: str, what: str) -> None:
         )
 
 
+#: The magnitudes a fit's float64 arithmetic carries: squares and sums of squares of larger values
+#: overflow (y = 1e200 gave an objective of inf), and in a column whose every value is smaller the
+#: squares underflow to 0, so its spread reads as 0 and it looks constant (x 1e-300 did).
+LARGEST_VALUE, SMALLEST_SCALE = 1e100, 1e-100
+
+
+def _check_scale(a: np.ndarray, task: str, columns: list[str]) -> None:
+    """Raise if a column of ``a`` (2-D, named ``columns``) holds a value beyond ``LARGEST_VALUE``
+    or is not all zero but has no value of ``SMALLEST_SCALE`` or more in magnitude."""
+    for column, top in zip(columns, np.abs(a).max(axis=0)):
+        if top > LARGEST_VALUE or 0 < top < SMALLEST_SCALE:
+            side = (f"holds a value of magnitude {top:.3g}, beyond {LARGEST_VALUE:g}: sums of its "
+                    f"squares overflow float64" if top > LARGEST_VALUE else
+                    f"has no value above {top:.3g} in magnitude, below {SMALLEST_SCALE:g}: its "
+                    f"squares underflow to 0, so it would look constant")
+            raise InvalidDataError(f"task '{task}': {column} {side}. Rescale it (change its "
+                                   f"units) first.")
+
+
 class MultiTaskData:
     """K regression tasks sharing p features: per-task ``(X_k, y_k)`` with names.
 
@@ -126,7 +145,9 @@ class MultiTaskData:
     ------
     InvalidDataError
         On zero tasks, mismatched lengths or shapes, empty tasks, non-finite
-        values, or wrong/duplicate names. The message names the task.
+        values or values at a scale float64 sums of squares cannot carry
+        (``LARGEST_VALUE``, ``SMALLEST_SCALE``), or wrong/duplicate names. The
+        message names the task.
     """
 
     def __init__(self, Xs, ys, task_names=None, feature_names=None):
@@ -180,6 +201,9 @@ class MultiTaskData:
         self._feature_names = _names(
             feature_names, self._Xs[0].shape[1], "x", "feature names", "feature column"
         )
+        for name, X, y in zip(names, self._Xs, self._ys):
+            _check_scale(X, name, [f"feature '{f}'" for f in self._feature_names])
+            _check_scale(y[:, None], name, ["y"])
 
     # ----------------------------------------------------------------- access
     @property

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def read_csv(cls, path, *, task="task", response="y", features=None) -> MultiTaskData:
     """``MultiTaskData.from_csv``: read the long CSV format into ``cls``."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: drops a BOM (Excel)
             reader = csv.reader(fh)
             header = next(reader, None)
             if header is None:

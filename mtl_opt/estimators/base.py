@@ -27,8 +27,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
 
 from ..data import MultiTaskData, _to_float_array
+from ..data.core import _check_finite
 from ..data.io import task_rows
-from ..errors import InvalidDataError, InvalidParameterError, NotFittedError
+from ..errors import InvalidDataError, InvalidParameterError, NotFittedError, SolverError
 from ..identifiability import check_some_signal, named_pairs, unidentified_mask
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..deadline import Deadline
@@ -210,11 +211,13 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                   "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
                   "solver_version": run.native["solver_version"], "native": run.native,
                   "bound_source": run.native["bound"]}
-        if run.estimate is None:   # infeasible, or stopped without a solution
+        if run.estimate is None:   # infeasible, or stopped without a solution: NaN, and why
             nan = np.full((data.n_tasks, data.n_features), np.nan)
+            why = run.native.get("infeasible", f"the backend stopped ({run.native['backend_status']}) "
+                                               f"before it found a solution")
             return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
-                             task_names=list(data.task_names),
-                             feature_names=list(data.feature_names), **shared)
+                             task_names=list(data.task_names), feature_names=list(data.feature_names),
+                             warnings=[f"no estimate: {why}; coef and intercept are NaN."], **shared)
         if run.native["objective_name"] != OWN_OBJECTIVE:   # its bound is not on F's scale
             run = dataclasses.replace(run, lower_bound=None, native={
                 **run.native, "bound": f"{NO_BOUND}: the edited objective's bound is reported"})
@@ -273,6 +276,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         global / centre model (``global_model``) where the method has one.
         """
         self._check_is_fitted()
+        if np.isnan(self.coef_).all():   # the fit stopped without one (``_fit_spec``)
+            raise SolverError(f"the last fit found no estimate ({self.result_.status}): "
+                              f"{' '.join(self.result_.warnings)} Fit again before predicting.")
         if unseen not in ("raise", "global"):
             raise InvalidParameterError(f"unseen must be 'raise' or 'global'; got {unseen!r}.")
         if isinstance(X, MultiTaskData) or _is_design_list(X):
@@ -335,6 +341,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         out = []
         for k, X in zip(rows, Xs):
             X = _to_float_array(X, self.task_names_[k], "X")
+            _check_finite(X, self.task_names_[k], "X")
             if X.ndim != 2 or X.shape[1] != p:
                 raise InvalidDataError(
                     f"task {self.task_names_[k]!r}: expected an (n, {p}) design matrix; "

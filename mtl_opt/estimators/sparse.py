@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..data import MultiTaskData
-from ..errors import InvalidParameterError
+from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations.constraints import compile_constraints
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..identifiability import unidentified_mask
@@ -220,6 +220,12 @@ class SparseMTL(MTLEstimator):
         checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm, "solver": None,
                                 "backend": backend})
         checker.check(data)
+        if (data.task_names, data.feature_names) != (self.task_names_, self.result_.feature_names):
+            raise InvalidDataError(
+                f"certify proves the fitted estimate on the data it was fitted on: tasks "
+                f"{self.task_names_} and features {self.result_.feature_names}; got tasks "
+                f"{data.task_names} and features {data.feature_names}. Pass that data, or fit "
+                f"on this data first.")
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         deadline = Deadline(options.time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
@@ -247,6 +253,11 @@ class SparseMTL(MTLEstimator):
         if kind not in ("miqp", "master"):
             raise InvalidParameterError(f"kind must be 'miqp' or 'master'; got {kind!r}.")
         problem, _, _ = self._problem(data)
+        method = METHODS["miqp" if kind == "miqp" else "oa_multi_tree"]   # the method this model is
+        refusal = method.refusal(problem, None)
+        if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export
+            raise InvalidParameterError(f"no {kind} model for this problem, as fit with "
+                                        f"algorithm={method.name!r} refuses it: {refusal}")
         incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)[0]
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 

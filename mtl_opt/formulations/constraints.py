@@ -327,7 +327,9 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     exclude |= (lower == 0) & (upper == 0)  # and the box [0, 0] takes it out
     if np.any(include & exclude):
         raise InvalidParameterError(
-            f"constraints both include and exclude {_pairs(include & exclude, task_names, feature_names)}.")
+            f"constraints both include {_pairs(include & exclude, task_names, feature_names)} in the "
+            f"support (include, or a bound without 0) and fix it at 0 (exclude, or signs and bounds "
+            f"that leave only 0, such as nonnegative with nonpositive); drop one of them.")
     if x_scale is not None:
         lower, upper = lower * x_scale, upper * x_scale
     return SideConstraints(include, exclude, lower, upper, tuple(counts), tuple(shared), stated)

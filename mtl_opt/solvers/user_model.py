@@ -216,8 +216,11 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                                     f"(the level the widest box was proven for); beyond it "
                                     f"nothing is proven")
             return SolverRun(None, math.nan, None, "iteration_limit", progress.rows, native)
-        return SolverRun(None, math.nan, None, "infeasible" if out.status == "infeasible"
-                         else stop if stop != "converged" else "error", progress.rows, native)
+        if out.status == "infeasible":
+            native["infeasible"] = ("the backend proved the edited model infeasible: its rows "
+                                    "contradict each other; remove or relax the rows you added")
+            return SolverRun(None, math.nan, None, "infeasible", progress.rows, native)
+        return SolverRun(None, math.nan, None, stop if stop != "converged" else "error", progress.rows, native)
     margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
     bound = None if out.bound is None else out.bound - margin
     if bound is None:
