@@ -63,5 +63,6 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
     with sklearn.config_context():   # a block switches metadata routing on: undone after
         for i, block in enumerate(blocks):
             exec(compile(block, f"README.md python block {i + 1}", "exec"), namespace)
-    assert (tmp_path / "fit.json").exists() and (tmp_path / "regret.png").exists()
+    for written in ("fit.json", "regret.png", "progress.png"):
+        assert (tmp_path / "out" / written).exists(), written
     assert sorted(path.name for path in ROOT.iterdir()) == before   # nothing written in the repo
