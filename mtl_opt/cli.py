@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
+    try:   # a command imports what it needs when it runs, inside this try: Ctrl-C is exit 130
+        args = build_parser().parse_args(argv)
         commands = {"solve": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
                     "collab": collab_command.run, "bandit": bandit_command.run,
                     "bench": bench_command.run}
