@@ -105,3 +105,23 @@ def test_python_dash_m_mtl_opt_is_the_cli():
     run = subprocess.run([sys.executable, "-m", "mtl_opt", "--version"], capture_output=True, text=True,
                          cwd=ROOT, timeout=600)
     assert run.returncode == 0 and run.stdout.startswith("mtl-opt "), (run.stdout, run.stderr)
+
+
+def test_an_estimator_imports_its_own_modules_only():
+    """A CV worker or a bench cell unpickles one estimator: the package loads no other family."""
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from mtl_opt.estimators import SparseMTL
+        print(sorted(m for m in sys.modules if m.startswith("mtl_opt.estimators.")))
+    """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["['mtl_opt.estimators.base',", "'mtl_opt.estimators.sparse']"], run.stdout
+
+
+def test_the_estimator_registry_names_each_class_by_its_own_method():
+    from mtl_opt import estimators
+
+    assert len(estimators.ESTIMATORS) == 13
+    for method, cls in estimators.ESTIMATORS.items():
+        assert cls.method == method and getattr(estimators, cls.__name__) is cls
+    assert "MOLARLogistic" in estimators.__all__ and estimators.MOLARLogistic.method not in estimators.ESTIMATORS
