@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:   # a command imports what it needs when it runs, inside this try: Ctrl-C is exit 130
         args = build_parser().parse_args(argv)
-        commands = {"solve": _solve, "demo": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
-                    "collab": collab_command.run, "bandit": bandit_command.run,
+        commands = {"solve": _solve, "demo": _solve, "validate": _validate, "export": _export,
+                    "solvers": _solvers, "collab": collab_command.run, "bandit": bandit_command.run,
                     "bench": bench_command.run}
         return commands[args.command](args)
     except MTLOptError as exc:
@@ -169,7 +169,8 @@ def _list_demos() -> int:
     print(f"demos shipped with mtl_opt (in {datasets.folder()}):")
     for name in datasets.names():
         command = datasets.command(name)
-        print(f"  {name:<22} mtl-opt {'demo ' + name if command == 'solve' else f'{command} {datasets.path(name)}'}")
+        run = f"demo {name}" if command == "solve" else f"{command} {datasets.path(name)}"
+        print(f"  {name:<22} mtl-opt {run}")
     return ExitCode.OK
 
 

@@ -45,7 +45,7 @@ def test_the_wheel_carries_every_shipped_file_a_demo_reads():
     """pyproject.toml's package-data patterns, against the files the shipped TOMLs name."""
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     shipped = [p.replace("instances/", "", 1) for p in patterns["mtl_opt.datasets"]]
-    tomls = sorted((ROOT / "instances").glob("*.toml")) + sorted((ROOT / "instances" / "library").glob("*.toml"))
+    tomls = sorted((ROOT / "instances").glob("*.toml")) + sorted((ROOT / "instances").glob("library/*.toml"))
     assert len(tomls) > 10
     for toml in tomls:
         data = tomllib.loads(toml.read_text()).get("data", {})

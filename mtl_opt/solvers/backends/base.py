@@ -193,7 +193,8 @@ class Backend(abc.ABC):
                 return self.install_hint
             return f"importing {self.module} failed: {type(exc).__name__}: {exc}"
         try:
-            return f"{self.module} imports, but Pyomo's {self.pyomo_name!r} reports {self._queried().available()}"
+            status = self._queried().available()
+            return f"{self.module} imports, but Pyomo's {self.pyomo_name!r} reports {status}"
         except Exception as exc:
             return f"Pyomo's {self.pyomo_name!r} failed: {type(exc).__name__}: {exc}"
 
