@@ -57,9 +57,10 @@ COMPILE_NOTICE_AFTER = 5.0
 def _bnb_module():
     """``solvers.bnb``, imported on first use, since importing it compiles its numba kernels
     (``bnb_kernels``), which no other method needs.  Every fit asks ``_bnb_scope`` before its
-    deadline starts, so the compile is never inside a time limit; a slow one is announced."""
+    deadline starts, so the compile is never inside a time limit.  A slow import is announced (it
+    does not say "compiling" for sure: a load from the cache can take 5 s on a busy machine)."""
     notice = threading.Timer(COMPILE_NOTICE_AFTER, print, [
-        "mtl_opt: compiling the bnb kernels with numba, once per machine (~40 s) ..."],
+        "mtl_opt: loading the bnb kernels (numba compiles them once per machine, ~40 s) ..."],
         {"file": sys.stderr, "flush": True})
     notice.daemon = True
     notice.start()
