@@ -130,7 +130,8 @@ def _solve(args) -> int:
             return _list_demos()
         args.instance = _demo_file(str(args.instance))
     elif args.instance is None:
-        raise InvalidParameterError("solve needs an instance file (or run a shipped one: mtl-opt demo).")
+        raise InvalidParameterError("solve: an instance file is required (or solve a shipped demo: "
+                                    "mtl-opt demo NAME; mtl-opt demo lists them).")
     instance = load_instance(args.instance)
     out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
     data = instance.load_data()
