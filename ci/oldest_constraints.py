@@ -7,8 +7,12 @@ pass must be raised there, not here.
 
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:   # Python 3.10: the same parser as a package (mtl_opt depends on it there)
+    import tomli as tomllib
 
 CORE = ("numpy", "numba", "scipy", "pyomo", "highspy", "pyscipopt", "scikit-learn", "networkx", "joblib")
 

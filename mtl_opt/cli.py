@@ -74,9 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mtl-opt {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    solve = commands.add_parser("solve", help="solve an instance file and write a JSON result",
+    solve = commands.add_parser("solve", aliases=["demo"],
+                                help="solve an instance file and write a JSON result ('demo NAME': "
+                                     "a demo shipped with mtl_opt; 'demo': list them)",
                                 epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    solve.add_argument("instance", type=Path, help="instance file (TOML)")
+    solve.add_argument("instance", type=Path, nargs="?",
+                       help="instance file (TOML); after 'demo', a shipped demo's name")
     solve.add_argument("--backend", help="override [solve] backend (names: `mtl-opt solvers`)")
     solve.add_argument("--algorithm", help="override [method] algorithm, e.g. 'exact' for a certified "
                                            "solve (sparse_mtl: the exact method that suits the instance)")
@@ -109,10 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        commands = {"solve": _solve, "validate": _validate, "export": _export, "solvers": _solvers,
-                    "collab": collab_command.run, "bandit": bandit_command.run,
+    try:   # a command imports what it needs when it runs, inside this try: Ctrl-C is exit 130
+        args = build_parser().parse_args(argv)
+        commands = {"solve": _solve, "demo": _solve, "validate": _validate, "export": _export,
+                    "solvers": _solvers, "collab": collab_command.run, "bandit": bandit_command.run,
                     "bench": bench_command.run}
         shown = set()
 
@@ -136,6 +139,13 @@ def main(argv: list[str] | None = None) -> int:
 def _solve(args) -> int:
     from .instance import load_instance
 
+    if args.command == "demo":
+        if args.instance is None:
+            return _list_demos()
+        args.instance = _demo_file(str(args.instance))
+    elif args.instance is None:
+        raise InvalidParameterError("solve: an instance file is required (or solve a shipped demo: "
+                                    "mtl-opt demo NAME; mtl-opt demo lists them).")
     instance = load_instance(args.instance)
     out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
     data = instance.load_data()
@@ -158,6 +168,29 @@ def _solve(args) -> int:
     if not args.quiet:
         print(f"{chr(10) if verbose else ''}{result.summary()}")
         print(f"  {'Result':<12} {out}")
+    return ExitCode.OK
+
+
+def _demo_file(name: str) -> Path:
+    """The shipped file of demo ``name``, when ``solve`` runs it (an error naming the command that
+    runs a bandit or collab experiment)."""
+    from . import datasets
+
+    path, command = datasets.path(name), datasets.command(name)
+    if command != "solve":
+        raise InvalidParameterError(f"demo {name!r} is a {command} experiment: run it with "
+                                    f"mtl-opt {command} {path}")
+    return path
+
+
+def _list_demos() -> int:
+    from . import datasets
+
+    print(f"demos shipped with mtl_opt (in {datasets.folder()}):")
+    for name in datasets.names():
+        command = datasets.command(name)
+        run = f"demo {name}" if command == "solve" else f"{command} {datasets.path(name)}"
+        print(f"  {name:<22} mtl-opt {run}")
     return ExitCode.OK
 
 
@@ -201,9 +234,13 @@ def _solvers(args) -> int:
 
     header = f"{'backend':<8} {'available':<10} {'version':<25} " + " ".join(f"{c:<9}" for c in CAPABILITIES)
     print(header)
-    for row in list_backends():
+    rows = list_backends()
+    for row in rows:
         caps = " ".join(f"{'yes' if row[c] else 'no':<9}" for c in CAPABILITIES)
         print(f"{row['name']:<8} {'yes' if row['available'] else 'no':<10} {row['version'] or '-':<25} {caps}")
+    for row in rows:
+        if row["reason"]:
+            print(f"  {row['name']}: not available: {row['reason']}")
     return ExitCode.OK
 
 

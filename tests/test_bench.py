@@ -212,7 +212,7 @@ def test_a_solver_whose_backend_is_not_installed_is_not_applicable(monkeypatch):
 
     monkeypatch.setattr(GurobiBackend, "available", lambda self: False)
     params = full_params("sparse_mtl", {"lambda_ridge": 0.1})
-    assert "Gurobi is not installed" in SOLVERS["oa-gurobi"].not_applicable("sparse_mtl", params)
+    assert "Gurobi is not available here" in SOLVERS["oa-gurobi"].not_applicable("sparse_mtl", params)
     assert SOLVERS["oa-highs"].not_applicable("sparse_mtl", params) is None
     assert "logistic" in SOLVERS["armul-gurobi"].requires(full_params("armul", {"loss": "logistic"}))
 

@@ -12,10 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..argtypes import finite_float
-from .solvers import SOLVERS
 
-#: One line per solver name: name, method, what it runs.
-SOLVER_LIST = "\n".join(f"  {s.name:<16} {s.method:<11} {s.description}" for s in SOLVERS.values())
 EPILOG = """Every cell (instance x solver x repeat) runs in its own process, killed after
 --hard-limit seconds (default 2 x time limit + 30).  Finished cells are appended
 to OUT/results.csv and OUT/results.jsonl at once; running again with the same
@@ -23,15 +20,29 @@ OUT skips the cells already recorded (--fresh starts over, --retry-crashed
 runs crashed cells again).  Solvers that do not
 apply to an instance are recorded as not_applicable.
 
-solvers:
-""" + SOLVER_LIST
+solvers:"""
+
+
+def solver_list() -> str:
+    """One line per solver name: name, method, what it runs."""
+    from .solvers import SOLVERS
+
+    return "\n".join(f"  {s.name:<16} {s.method:<11} {s.description}" for s in SOLVERS.values())
+
+
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Ends the epilog with the solver list when the help is shown: naming the solvers imports
+    every method table, which ``mtl-opt --help`` and the other commands need not wait for."""
+
+    def add_text(self, text):
+        super().add_text(f"{text}\n{solver_list()}" if text == EPILOG else text)
 
 
 def add_parser(subcommands) -> argparse.ArgumentParser:
     """Add the ``bench`` subparser to ``subcommands`` (from ``add_subparsers``)."""
     parser = subcommands.add_parser(
         "bench", help="compare solver backends over instance files (table, CSV/JSON, plots)",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=_Help)
     parser.add_argument("instances", nargs="*", type=Path, metavar="INSTANCE", help="instance files (TOML)")
     parser.add_argument("--solvers", help="comma-separated solver names (default: all that apply)")
     parser.add_argument("--list-solvers", action="store_true", help="list the solver names and exit")
@@ -64,7 +75,7 @@ def run(args) -> int:
     from .solvers import resolve
 
     if args.list_solvers:
-        print(SOLVER_LIST)
+        print(solver_list())
         return 0
     if not args.instances:
         raise InvalidParameterError("mtl-opt bench needs at least one instance file.")

@@ -50,7 +50,7 @@ class BenchSolver:
             return f"{self.name} solves {self.method} instances, not {method}"
         backend = self.params.get("backend") and get_backend(self.params["backend"])
         if backend and not backend.available():
-            return f"{backend.label} is not installed here ({backend.install_hint})"
+            return f"{backend.label} is not available here ({backend.unavailable_reason()})"
         reason = self.requires(params)
         if reason is None and data is not None:
             try:

@@ -1,20 +1,55 @@
-"""User-facing estimators, and the registry that instance files name them by."""
+"""User-facing estimators, and the registry that instance files name them by.
 
-from .armul import ARMUL
-from .armul_baselines import ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL
-from .base import MTLEstimator
-from .baselines import PerTaskOLS, PooledOLS
-from .molar import MOLAR
-from .molar_baselines import MedianLasso, PerTaskLasso, RobustMultitask
-from .molar_variants import MOLARHighDim, MOLARLogistic
-from .sparse import SparseMTL
+Each class is imported on first use (PEP 562), so a process that fits one estimator (a CLI
+solve, a bench cell, a cross-validation worker) loads that estimator's modules only.
+"""
 
-#: Instance-file method name -> estimator class.  Regression estimators only: MOLARLogistic
-#: (0/1 labels) is imported from here but not offered to instance files.
-ESTIMATORS = {cls.method: cls for cls in (MOLAR, MOLARHighDim, PerTaskOLS, PooledOLS,
-                                          PerTaskLasso, RobustMultitask, MedianLasso, SparseMTL, ARMUL,
-                                          IndependentTasks, DataPooling, ClusteredMTL, LowRankMTL)}
+import importlib
+from collections.abc import Mapping
 
-__all__ = ["ARMUL", "ESTIMATORS", "MOLAR", "ClusteredMTL", "DataPooling", "IndependentTasks",
-           "LowRankMTL", "MOLARHighDim", "MOLARLogistic", "MTLEstimator", "MedianLasso", "PerTaskLasso",
-           "PerTaskOLS", "PooledOLS", "RobustMultitask", "SparseMTL"]
+#: Class name -> module of this package.
+_HOME = {"ARMUL": "armul", "ClusteredMTL": "armul_baselines", "DataPooling": "armul_baselines",
+         "IndependentTasks": "armul_baselines", "LowRankMTL": "armul_baselines", "MTLEstimator": "base",
+         "PerTaskOLS": "baselines", "PooledOLS": "baselines", "MOLAR": "molar",
+         "MedianLasso": "molar_baselines", "PerTaskLasso": "molar_baselines",
+         "RobustMultitask": "molar_baselines", "MOLARHighDim": "molar_variants",
+         "MOLARLogistic": "molar_variants", "SparseMTL": "sparse"}
+
+#: Instance-file method name (each class's ``method``) -> class name.  Regression estimators
+#: only: MOLARLogistic (0/1 labels) is imported from here but not offered to instance files.
+_METHODS = {"molar": "MOLAR", "molar_hd": "MOLARHighDim", "ols": "PerTaskOLS",
+            "pooled_ols": "PooledOLS", "lasso": "PerTaskLasso", "rm": "RobustMultitask",
+            "ml": "MedianLasso", "sparse_mtl": "SparseMTL", "armul": "ARMUL",
+            "itl": "IndependentTasks", "pooling": "DataPooling", "clustered_mtl": "ClusteredMTL",
+            "lowrank_mtl": "LowRankMTL"}
+
+
+def __getattr__(name):
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Registry(Mapping):
+    """Instance-file method name -> estimator class, the class imported when looked up."""
+
+    def __getitem__(self, method):
+        return __getattr__(_METHODS[method])
+
+    def __iter__(self):
+        return iter(_METHODS)
+
+    def __len__(self):
+        return len(_METHODS)
+
+    def __repr__(self):
+        return f"ESTIMATORS({', '.join(_METHODS)})"
+
+
+ESTIMATORS = _Registry()
+
+__all__ = ["ESTIMATORS", *sorted(_HOME)]

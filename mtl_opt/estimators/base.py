@@ -421,6 +421,10 @@ def _is_plain(value) -> bool:
 
 def _with_models(cls) -> set[str]:
     """The names of the estimators below ``cls`` that have a ``pyomo_model``."""
+    from .. import estimators
+
+    for name in estimators.__all__:   # the package imports its classes on first use
+        getattr(estimators, name)
     names = set()
     for sub in cls.__subclasses__():
         if sub._model_spec is not MTLEstimator._model_spec:

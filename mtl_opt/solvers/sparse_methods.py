@@ -10,6 +10,9 @@ single-tree OA and still does, with a DeprecationWarning.
 
 from __future__ import annotations
 
+import functools
+import sys
+import threading
 import warnings
 
 import numpy as np
@@ -20,7 +23,6 @@ from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from .backends import pick_backend
 from .bcd import cut_short, fit_bcd
-from . import bnb
 from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
 from .oa_scip import solve_oa_single_tree
@@ -47,8 +49,31 @@ def _oa_scope(problem: SparseProblem, backend) -> str | None:
     return _exact_curvature(problem, backend)
 
 
+#: Seconds the first import of ``bnb`` may take before a notice says why: numba loads its
+#: kernels from the disk cache in about a second, and compiles them in ~40 s once per machine.
+COMPILE_NOTICE_AFTER = 5.0
+
+
+@functools.cache
+def _bnb_module():
+    """``solvers.bnb``, imported on first use, since importing it compiles its numba kernels
+    (``bnb_kernels``), which no other method needs.  Every fit asks ``_bnb_scope`` before its
+    deadline starts, so the compile is never inside a time limit.  A slow import is announced (it
+    does not say "compiling" for sure: a load from the cache can take 5 s on a busy machine)."""
+    notice = threading.Timer(COMPILE_NOTICE_AFTER, print, [
+        "mtl_opt: loading the bnb kernels (numba compiles them once per machine, ~40 s) ..."],
+        {"file": sys.stderr, "flush": True})
+    notice.daemon = True
+    notice.start()
+    try:
+        from . import bnb
+    finally:
+        notice.cancel()
+    return bnb
+
+
 def _bnb_scope(problem: SparseProblem, backend) -> str | None:
-    return bnb.refusal(problem)
+    return _bnb_module().refusal(problem)
 
 
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
@@ -76,7 +101,7 @@ def _miqp(problem, incumbent, options, deadline, backend, progress=None):
 
 
 def _bnb(problem, incumbent, options, deadline, backend, progress=None):
-    return bnb.solve_bnb(problem, options, incumbent, deadline=deadline, progress=progress)
+    return _bnb_module().solve_bnb(problem, options, incumbent, deadline=deadline, progress=progress)
 
 
 def _never(problem, backend) -> None:

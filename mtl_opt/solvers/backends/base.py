@@ -23,6 +23,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import functools
+import importlib
 import logging
 import math
 import os
@@ -149,7 +150,8 @@ class Backend(abc.ABC):
     name: ClassVar[str]  # registry key, e.g. "highs"
     label: ClassVar[str]  # display name, e.g. "HiGHS"
     pyomo_name: ClassVar[str]  # name in Pyomo's contrib SolverFactory
-    install_hint: ClassVar[str]
+    module: ClassVar[str]  # the Python package of the solver, e.g. "highspy"
+    install_hint: ClassVar[str]  # how to install ``module``, said when it is missing
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
     #: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself, so Python
@@ -184,6 +186,22 @@ class Backend(abc.ABC):
         except Exception:  # a broken install is "not available", not a crash
             logger.debug("%s availability check failed", self.label, exc_info=True)
             return False
+
+    def unavailable_reason(self) -> str:
+        """Why the solver cannot be used here: how to install its package when it is missing,
+        else what its import raised (e.g. a dependency of its own that is missing), else what
+        Pyomo says of it (a bad license, say)."""
+        try:
+            importlib.import_module(self.module)
+        except Exception as exc:
+            if isinstance(exc, ImportError) and exc.name == self.module:
+                return self.install_hint
+            return f"importing {self.module} failed: {type(exc).__name__}: {exc}"
+        try:
+            status = self._queried().available()
+            return f"{self.module} imports, but Pyomo's {self.pyomo_name!r} reports {status}"
+        except Exception as exc:
+            return f"Pyomo's {self.pyomo_name!r} failed: {type(exc).__name__}: {exc}"
 
     def version(self) -> str:
         """The solver's version, e.g. ``"1.16.0"``."""
@@ -436,7 +454,7 @@ class Backend(abc.ABC):
     def _require_available(self) -> None:
         if not self.available():
             raise SolverUnavailableError(
-                f"{self.label} is not available in this Python environment; {self.install_hint}."
+                f"{self.label} is not available in this Python environment: {self.unavailable_reason()}."
             )
 
     def _reject_bad_options(self, solver_options: Mapping[str, Any]) -> None:
@@ -567,7 +585,8 @@ def list_backends() -> list[dict[str, Any]]:
     """One row per backend for ``mtl-opt solvers``.
 
     Keys: ``name``, ``solver``, ``available``, ``version`` (None when not
-    available) and one bool per capability (``lp``, ..., ``lazy_cuts``).
+    available), ``reason`` (why not, ``unavailable_reason``; None when available) and one
+    bool per capability (``lp``, ..., ``lazy_cuts``).
     """
     rows = []
     for name, cls in BACKENDS.items():
@@ -575,6 +594,7 @@ def list_backends() -> list[dict[str, Any]]:
         available = backend.available()
         rows.append({"name": name, "solver": backend.label, "available": available,
                      "version": backend.version() if available else None,
+                     "reason": None if available else backend.unavailable_reason(),
                      **{cap: cap in backend.capabilities for cap in CAPABILITIES}})
     return rows
 
@@ -598,5 +618,5 @@ def pick_backend(problem_class: str, preferred: str | None = None) -> Backend:
             return backend
     raise SolverUnavailableError(
         f"No installed backend can solve {problem_class.upper()} problems; "
-        + "; or ".join(f"{b.label}: {b.install_hint}" for b in capable) + "."
+        + "; or ".join(f"{b.label}: {b.unavailable_reason()}" for b in capable) + "."
     )

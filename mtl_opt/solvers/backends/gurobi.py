@@ -22,6 +22,7 @@ class GurobiBackend(Backend):
     """Gurobi via Pyomo's ``gurobi_persistent``: LP, MILP, QP, MIQP and quadratic constraints."""
 
     name, label, pyomo_name = "gurobi", "Gurobi", "gurobi_persistent"
+    module = "gurobipy"
     install_hint = "install it with `pip install mtl-opt[gurobi]` (gurobipy)"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP})
     DUAL_TOLERANCE = ("OptimalityTol", 1e-6)

@@ -15,6 +15,7 @@ class HighsBackend(Backend):
     """HiGHS via Pyomo's ``highs`` (highspy): LP, MILP and continuous convex QP."""
 
     name, label, pyomo_name = "highs", "HiGHS", "highs"
+    module = "highspy"
     install_hint = "install it with `pip install highspy`"
     capabilities = frozenset({LP, MILP, QP})
     DUAL_TOLERANCE = ("dual_feasibility_tolerance", 1e-7)

@@ -48,6 +48,7 @@ class ScipBackend(Backend):
     """
 
     name, label, pyomo_name = "scip", "SCIP", "scip_direct"
+    module = "pyscipopt"
     install_hint = "install it with `pip install pyscipopt`"
     capabilities = frozenset({LP, MILP, QP, MIQP, QCP, MIQCP, NLP, LAZY_CUTS})
     DUAL_TOLERANCE = ("numerics/dualfeastol", 1e-7)

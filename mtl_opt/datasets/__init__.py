@@ -1,0 +1,53 @@
+"""The demo files shipped with mtl_opt, from an installed package as from a checkout.
+
+They are the repository's ``instances/`` (``instances`` here links to it, and the wheel carries
+its files as package data): estimator instances (``mtl-opt demo NAME`` solves one), a bandit and
+a collaborative-learning experiment, and ``library/``, the bench's instances.
+
+    >>> from mtl_opt import datasets
+    >>> instance = datasets.load("molar_demo")      # an Instance: .load_data(), .estimator()
+    >>> datasets.path("molar_demo").name
+    'molar_demo.toml'
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+
+from ..errors import InvalidParameterError
+from ..tomlfile import read_toml
+
+#: The command that runs a demo file, by a top-level table only its kind of file has.
+_COMMANDS = {"environment": "bandit", "system": "collab"}
+
+
+def folder() -> Path:
+    """The directory of the shipped files (their data files sit beside them)."""
+    return Path(str(files(__name__) / "instances")).resolve()
+
+
+def names() -> list[str]:
+    """The shipped demos' names: the stems of the TOML files, bench library aside."""
+    return sorted(file.stem for file in folder().glob("*.toml"))
+
+
+def path(name: str) -> Path:
+    """The shipped file of demo ``name``; an unknown name is an error listing the known ones."""
+    if name not in names():
+        raise InvalidParameterError(f"no shipped demo {name!r}; the demos are: {', '.join(names())} "
+                                    f"(listed by `mtl-opt demo`).")
+    return folder() / f"{name}.toml"
+
+
+def command(name: str) -> str:
+    """The ``mtl-opt`` command that runs demo ``name``: ``solve``, ``bandit`` or ``collab``."""
+    tables = read_toml(path(name), "demo file")
+    return next((_COMMANDS[table] for table in tables if table in _COMMANDS), "solve")
+
+
+def load(name: str):
+    """Estimator demo ``name`` as an ``mtl_opt.instance.Instance``."""
+    from ..instance import load_instance
+
+    return load_instance(path(name))

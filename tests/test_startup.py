@@ -1,0 +1,128 @@
+"""Start-up costs only what is used: the CLI and the estimators that do not run bnb never import
+numba (bnb's kernels take ~40 s to compile on a fresh machine, 208 MB of it installed), the CLI's
+help and version not even numpy or Pyomo; a Ctrl-C while a command imports is exit 130.
+
+Each case runs in a fresh interpreter: this test process has imported everything already.
+"""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "instances" / "molar_demo.toml"
+
+
+def _loaded_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; which heavy modules it left in ``sys.modules``."""
+    probe = textwrap.dedent(code) + textwrap.dedent("""
+        import json, sys
+        print(json.dumps({name: name in sys.modules for name in
+                          ("numba", "mtl_opt.solvers.bnb", "mtl_opt.solvers.bnb_kernels", "pyomo", "numpy")}))
+    """)
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_help_and_version_import_neither_numpy_nor_pyomo():
+    loaded = _loaded_after("""
+        import contextlib, io
+        from mtl_opt.cli import main
+        for flag in ("--help", "--version"):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+                main([flag])
+    """)
+    assert not any(loaded.values()), loaded
+
+
+def test_cli_validate_and_molar_armul_fits_never_import_numba():
+    loaded = _loaded_after(f"""
+        import contextlib, io
+        import numpy as np
+        from mtl_opt.cli import main
+        from mtl_opt.data import MultiTaskData
+        from mtl_opt.estimators import ARMUL, MOLAR, PerTaskOLS, SparseMTL
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["validate", {str(DEMO)!r}]) == 0
+        rng = np.random.default_rng(0)
+        data = MultiTaskData([rng.normal(size=(30, 4)) for _ in range(3)],
+                             [rng.normal(size=30) for _ in range(3)])
+        MOLAR().fit(data); ARMUL().fit(data); PerTaskOLS().fit(data)
+        SparseMTL(s=2).fit(data)   # bcd: no bnb
+    """)
+    assert not loaded["numba"] and not loaded["mtl_opt.solvers.bnb"], loaded
+
+
+def test_bnb_is_imported_by_the_check_before_a_fit_so_its_compile_is_outside_the_time_limit():
+    """The deadline starts in ``fit`` after ``check``; the kernels compile when bnb is first
+    imported, so that import must happen in ``check`` (its refusal), not in the run."""
+    loaded = _loaded_after("""
+        import numpy as np
+        from mtl_opt.data import MultiTaskData
+        from mtl_opt.estimators import SparseMTL
+        rng = np.random.default_rng(0)
+        data = MultiTaskData([rng.normal(size=(10, 6)) for _ in range(2)],
+                             [rng.normal(size=10) for _ in range(2)])
+        import sys
+        assert "numba" not in sys.modules
+        SparseMTL(s=2, algorithm="bnb", lambda_ridge=0.1).check(data)
+    """)
+    assert loaded["mtl_opt.solvers.bnb"] and loaded["numba"], loaded
+
+
+def test_a_slow_first_bnb_import_says_what_it_is_doing():
+    """The notice's timer fires while the import runs (here at once); the import still succeeds."""
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        from mtl_opt.solvers import sparse_methods
+        sparse_methods.COMPILE_NOTICE_AFTER = 0.0
+        assert sparse_methods._bnb_module().solve_bnb
+    """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr.count("loading the bnb kernels (numba compiles them once per machine") == 1, run.stderr
+
+
+def test_ctrl_c_while_a_command_imports_is_exit_130_without_a_traceback():
+    """The KeyboardInterrupt is raised by the import of numpy, which ``validate`` needs, as a
+    Ctrl-C during start-up would (at a moment no timer can hit reliably)."""
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        class Interrupt:
+            def find_spec(self, name, path=None, target=None):
+                if name == "numpy":
+                    raise KeyboardInterrupt
+        sys.meta_path.insert(0, Interrupt())
+        from mtl_opt.cli import main
+        sys.exit(main(["validate", {str(DEMO)!r}]))
+    """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 130, (run.returncode, run.stderr)
+    assert "Traceback" not in run.stderr and "interrupted" in run.stderr, run.stderr
+
+
+def test_python_dash_m_mtl_opt_is_the_cli():
+    run = subprocess.run([sys.executable, "-m", "mtl_opt", "--version"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=600)
+    assert run.returncode == 0 and run.stdout.startswith("mtl-opt "), (run.stdout, run.stderr)
+
+
+def test_an_estimator_imports_its_own_modules_only():
+    """A CV worker or a bench cell unpickles one estimator: the package loads no other family."""
+    run = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys
+        from mtl_opt.estimators import SparseMTL
+        print(sorted(m for m in sys.modules if m.startswith("mtl_opt.estimators.")))
+    """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["['mtl_opt.estimators.base',", "'mtl_opt.estimators.sparse']"], run.stdout
+
+
+def test_the_estimator_registry_names_each_class_by_its_own_method():
+    from mtl_opt import estimators
+
+    assert len(estimators.ESTIMATORS) == 13
+    for method, cls in estimators.ESTIMATORS.items():
+        assert cls.method == method and getattr(estimators, cls.__name__) is cls
+    assert "MOLARLogistic" in estimators.__all__   # imported from here, not offered to instance files
+    assert estimators.MOLARLogistic.method not in estimators.ESTIMATORS
