@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
+from ..identifiability import unidentified_mask
 from . import io, scaling, splits
 from .scaling import Scaler
 
@@ -180,6 +181,7 @@ class MultiTaskData:
         self._feature_names = _names(
             feature_names, self._Xs[0].shape[1], "x", "feature names", "feature column"
         )
+        self._unidentified: dict = {}   # (fit_intercept, collinear) -> mask: see unidentified
 
     # ----------------------------------------------------------------- access
     @property
@@ -295,6 +297,19 @@ class MultiTaskData:
             np.concatenate(self._ys),
             np.repeat(np.arange(self.n_tasks, dtype=np.int64), self.n_samples),
         )
+
+    def unidentified(self, fit_intercept: bool = True, *, collinear: bool) -> np.ndarray:
+        """(K, p) read-only bool: the (task, feature) pairs the tasks' own data cannot identify
+        (``mtl_opt.identifiability.unidentified_mask``; ``collinear`` adds the rank test).
+
+        Computed once per data set and kept: the data are immutable (private, read-only
+        arrays), and every fit on them asks again.
+        """
+        key = (bool(fit_intercept), bool(collinear))
+        if key not in self._unidentified:
+            self._unidentified[key] = _frozen(
+                unidentified_mask(self._Xs, key[0], collinear=key[1]))
+        return self._unidentified[key]
 
 
     # --------------------------------------------------------------------- io
