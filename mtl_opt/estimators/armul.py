@@ -52,7 +52,7 @@ class GLMTasks(MTLEstimator):
 
     def _problem(self, data: MultiTaskData) -> ArmulProblem:
         """The problem on ``data`` at penalty scale ``c``, and the state that maps its solutions
-        back (``_shift``, ``_scale``, ``_identified``, ``_response_scale``)."""
+        back (``_shift``, ``_scale``, ``_identified`` where used, ``_response_scale``)."""
         if self.standardize:
             if constant_columns(np.vstack(data.Xs)).any():
                 raise InvalidParameterError(
@@ -62,16 +62,27 @@ class GLMTasks(MTLEstimator):
             Xs, self._shift, self._scale = scaled.Xs, scaler.x_mean[0], scaler.x_scale[0]
         else:   # the data as they are (no standardized copy to build)
             Xs, self._shift, self._scale = data.Xs, np.zeros(data.n_features), np.ones(data.n_features)
-        identified = ~data.unidentified(self.fit_intercept, collinear=True)
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
-            identified = np.hstack([np.ones((data.n_tasks, 1), dtype=bool), identified])
-        self._identified = identified  # (m, d): columns each task's least squares can estimate
+        self._identified = self._identified_columns(data) if self._uses_identified() else None
         scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
                  if self.loss == "squared" else formulation.ResponseScale())
         self._response_scale = scale
         ys = [(y - scale.level) / scale.factor for y in data.ys]
         return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=self.c / scale.factor)
+
+    def _identified_columns(self, data: MultiTaskData) -> np.ndarray:
+        """(m, d): the columns each task's least squares can estimate (the intercept first), by
+        the data set's rank test (``MultiTaskData.unidentified``, computed once per data set)."""
+        identified = ~data.unidentified(self.fit_intercept, collinear=True)
+        if self.fit_intercept:
+            identified = np.hstack([np.ones((data.n_tasks, 1), dtype=bool), identified])
+        return identified
+
+    def _uses_identified(self) -> bool:
+        """Whether the fit uses ``_identified`` (its anchors, a per-task fit, a method's check);
+        the rank test is skipped otherwise (None)."""
+        return True
 
     def _level_moves_intercepts_only(self) -> bool:
         """Whether adding a constant to every y moves only the intercepts of the optimum (so
@@ -263,6 +274,9 @@ class ARMUL(GLMTasks):
 
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
+
+    def _uses_identified(self) -> bool:
+        return self.structure != "vanilla"   # for anchors and the clustered exact model's check
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
