@@ -32,7 +32,7 @@ the certified optimum.  Sections:
 4. smtl (issue 22): the sparse multi-task paper's own simulation where its users fit it, the
    training half of ``smtl_simulation(p=250, K=4, n=50, s_true=10, q=14, seed)`` (n_k = 50 <
    p = 250), standardized per task with intercepts as ``SparseMTL`` fits it, each variant at
-   the penalties 5-fold CV selects most often there (BENCHMARKS.md, "q = 14": ``SMTL_PARAMS``),
+   the penalties 5-fold CV selects most often there (benchmarks/HISTORY.md, "q = 14": ``SMTL_PARAMS``),
    seeds 0-4.  Every certifying method of ``sparse_methods.METHODS`` that accepts the variant
    runs through ``run_exact`` (the estimator's own route: normalized objective, fallback bound)
    from the same bcd answer, once, with the longest ``--checkpoints`` limit (default 10 and
@@ -268,7 +268,7 @@ def okridge_section(args):
               + " | ".join(cell(out[name]) for name in ours) + f" | {best / ok_time:.2f} |", flush=True)
 
 
-#: variant -> the penalties CV selects most often on the q = 14 simulation (BENCHMARKS.md,
+#: variant -> the penalties CV selects most often on the q = 14 simulation (benchmarks/HISTORY.md,
 #: "Sparse multi-task simulation", q = 14; bbar's lambda_ridge 1 and 0.1 were 9 and 8 of 20).
 SMTL_PARAMS = {
     "zbar_l2": {"s": 10, "lambda_ridge": 1.0, "lambda_zbar": 1.0},

@@ -48,25 +48,53 @@ def identified_columns(X: np.ndarray, fit_intercept: bool = True) -> np.ndarray:
     A column is kept when, after centring (``fit_intercept``) and scaling to unit length, more
     than ``COLLINEAR_RTOL`` of it lies outside the span of the columns kept before it.  At most
     n - 1 (n without intercept) columns are kept, so the kept design has full column rank.
+
+    Computed in blocks, not column by column.  The distance of each column from the span of the
+    earlier ones is the diagonal of R in Z = QR, or of the Cholesky factor of Z^T Z: when all
+    are above 1e-2 (the usual case: Z^T Z is then well conditioned, so its rounding moves them
+    by far less than that), every column is kept.  Otherwise a QR factorization of the
+    undecided columns (made orthogonal to the kept ones) keeps every column before the first
+    diagonal at or below the tolerance, drops that one, and the rest go round again; a column
+    already within the tolerance of the kept span is dropped at once (a larger span only
+    brings it closer), so a wide task (n <= p) takes two rounds, not p.
     """
     X = np.asarray(X, dtype=float)
-    n, p = X.shape
     keep = ~constant_columns(X, center=fit_intercept)
-    if not keep.any():
+    Z = X[:, keep] - X[:, keep].mean(axis=0) if fit_intercept else X[:, keep]
+    norms = np.linalg.norm(Z, axis=0)
+    columns = np.flatnonzero(keep)[norms > 0.0]   # candidates, in order
+    Z = Z[:, norms > 0.0] / norms[norms > 0.0]
+    keep[:] = False
+    if len(columns) <= len(Z) and _clearly_independent(Z):   # the usual case
+        keep[columns] = True
         return keep
-    Z = X - X.mean(axis=0) if fit_intercept else X.copy()
-    basis = np.zeros((n, 0))
-    for j in np.flatnonzero(keep):
-        norm = np.linalg.norm(Z[:, j])
-        v = Z[:, j] / norm if norm > 0 else Z[:, j]
+    basis = np.zeros((len(Z), 0))
+    rest = np.arange(len(columns))               # the undecided columns of Z, in order
+    while len(rest):
+        V = Z[:, rest]
         for _ in range(2):                       # twice is enough (Kahan-Parlett)
-            v = v - basis @ (basis.T @ v)
-        rest = np.linalg.norm(v)
-        if norm == 0.0 or rest <= COLLINEAR_RTOL:
-            keep[j] = False
-        else:
-            basis = np.column_stack([basis, v / rest])
+            V = V - basis @ (basis.T @ V)
+        far = np.linalg.norm(V, axis=0) > COLLINEAR_RTOL
+        rest, V = rest[far], V[:, far]
+        if not len(rest):
+            break
+        Q, R = np.linalg.qr(V)
+        short = np.flatnonzero(np.abs(np.diag(R)) <= COLLINEAR_RTOL)
+        first = short[0] if len(short) else R.shape[0]
+        keep[columns[rest[:first]]] = True
+        basis = np.column_stack([basis, Q[:, :first]])
+        rest = rest[first + 1:] if len(short) else rest[first:]
     return keep
+
+
+def _clearly_independent(Z: np.ndarray) -> bool:
+    """Whether every column of Z (unit length) is more than 1e-2 away from the span of the
+    earlier ones, by the Cholesky factor of Z^T Z (False when it fails).  Near that level the
+    Gram matrix squares the conditioning and its pivots lose accuracy: the QR path decides."""
+    try:
+        return bool(np.diag(np.linalg.cholesky(Z.T @ Z)).min(initial=np.inf) > 1e-2)
+    except np.linalg.LinAlgError:
+        return False
 
 
 def unidentified_mask(Xs, fit_intercept: bool = True, *, collinear: bool) -> np.ndarray:
@@ -83,12 +111,13 @@ def named_pairs(mask: np.ndarray, task_names, feature_names) -> list[list[str]]:
 
 def check_some_signal(data, fit_intercept: bool = True) -> None:
     """Refuse a task no estimator can learn from: one row, or every feature constant in it."""
-    for name, X in zip(data.task_names, data.Xs):
+    constant = data.unidentified(fit_intercept, collinear=False)   # kept for the fit's result
+    for name, X, flat in zip(data.task_names, data.Xs, constant):
         if X.shape[0] < 2:
             raise InvalidDataError(
                 f"task {name!r} has {X.shape[0]} row(s); every task needs at least 2 to fit "
                 f"anything. Drop the task or merge it with a similar one.")
-        if X.shape[1] and constant_columns(X, center=fit_intercept).all():
+        if X.shape[1] and flat.all():
             raise InvalidDataError(
                 f"task {name!r}: every feature is constant within the task, so its data say "
                 f"nothing about any coefficient. Drop the task, or check how it was extracted.")

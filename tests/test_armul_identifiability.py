@@ -132,7 +132,7 @@ def test_vanilla_deviation_has_no_component_a_task_cannot_see():
         est = fitted("vanilla prox", data_name, True)
         theta = est.result_.extra["theta_fitted"]
         centers = est.result_.extra["centers_fitted"]
-        problem = est._problem(data, est.c)
+        problem = est._problem(data)
         for j in (0, 1, 4, 5):
             A = problem.X[j, :problem.n[j]]
             null = np.linalg.svd(A)[2][np.linalg.matrix_rank(A):]  # rows span null(A)
@@ -172,7 +172,7 @@ def test_logistic_low_rank_mtl_block_steps_never_raise_the_objective():
     objective, as documented (it reached ~1e84 before)."""
     data = MultiTaskData(RAW.Xs, [(y > np.median(y)).astype(float) for y in RAW.ys])
     est = LowRankMTL(2, loss="logistic")
-    problem = est._problem(data, 0.0)
+    problem = est._problem(data)
     U, sv, Vt = np.linalg.svd(est._anchors(problem), full_matrices=False)
     B, Z = Vt[:2].T, U[:, :2] * sv[:2]
     values = [problem.objective(Z @ B.T, Z @ B.T)]

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
+from ..identifiability import unidentified_mask
 from . import io, scaling, splits
 from .scaling import Scaler
 
@@ -204,6 +205,7 @@ class MultiTaskData:
         for name, X, y in zip(names, self._Xs, self._ys):
             _check_scale(X, name, [f"feature '{f}'" for f in self._feature_names])
             _check_scale(y[:, None], name, ["y"])
+        self._unidentified: dict = {}   # (fit_intercept, collinear) -> mask: see unidentified
 
     # ----------------------------------------------------------------- access
     @property
@@ -319,6 +321,19 @@ class MultiTaskData:
             np.concatenate(self._ys),
             np.repeat(np.arange(self.n_tasks, dtype=np.int64), self.n_samples),
         )
+
+    def unidentified(self, fit_intercept: bool = True, *, collinear: bool) -> np.ndarray:
+        """(K, p) read-only bool: the (task, feature) pairs the tasks' own data cannot identify
+        (``mtl_opt.identifiability.unidentified_mask``; ``collinear`` adds the rank test).
+
+        Computed once per data set and kept: the data are immutable (private, read-only
+        arrays), and every fit on them asks again.
+        """
+        key = (bool(fit_intercept), bool(collinear))
+        if key not in self._unidentified:
+            self._unidentified[key] = _frozen(
+                unidentified_mask(self._Xs, key[0], collinear=key[1]))
+        return self._unidentified[key]
 
 
     # --------------------------------------------------------------------- io

@@ -16,7 +16,7 @@ from ..data import MultiTaskData
 from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
-from ..identifiability import constant_columns, unidentified_mask
+from ..identifiability import constant_columns
 from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_methods import METHODS, StructuredProblem
@@ -48,25 +48,42 @@ class GLMTasks(MTLEstimator):
     mapped back exactly, so reported values are on the data's scale.
     """
 
-    def _problem(self, data: MultiTaskData, c: float) -> ArmulProblem:
-        if self.standardize and constant_columns(np.vstack(data.Xs)).any():
-            raise InvalidParameterError(
-                f"{type(self).__name__}: a feature is constant over all tasks, so it cannot be "
-                f"standardized; drop it or pass standardize=False.")
-        scaled, scaler = data.standardize(
-            how="pooled", center=self.standardize and self.fit_intercept, scale=self.standardize)
-        self._shift, self._scale = scaler.x_mean[0], scaler.x_scale[0]
-        Xs = scaled.Xs
-        identified = ~unidentified_mask(data.Xs, self.fit_intercept, collinear=True)
+    #: The penalty scale of ``_problem``: ARMUL's parameter ``c``; 0 for the baselines.
+    c = 0.0
+
+    def _problem(self, data: MultiTaskData) -> ArmulProblem:
+        """The problem on ``data`` at penalty scale ``c``, and the state that maps its solutions
+        back (``_shift``, ``_scale``, ``_identified`` where used, ``_response_scale``)."""
+        if self.standardize:
+            if constant_columns(np.vstack(data.Xs)).any():
+                raise InvalidParameterError(
+                    f"{type(self).__name__}: a feature is constant over all tasks, so it cannot "
+                    f"be standardized; drop it or pass standardize=False.")
+            scaled, scaler = data.standardize(how="pooled", center=self.fit_intercept, scale=True)
+            Xs, self._shift, self._scale = scaled.Xs, scaler.x_mean[0], scaler.x_scale[0]
+        else:   # the data as they are (no standardized copy to build)
+            Xs, self._shift, self._scale = data.Xs, np.zeros(data.n_features), np.ones(data.n_features)
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
-            identified = np.hstack([np.ones((data.n_tasks, 1), dtype=bool), identified])
-        self._identified = identified  # (m, d): columns each task's least squares can estimate
+        self._identified = self._identified_columns(data) if self._uses_identified() else None
         scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
                  if self.loss == "squared" else formulation.ResponseScale())
         self._response_scale = scale
         ys = [(y - scale.level) / scale.factor for y in data.ys]
-        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=c / scale.factor)
+        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=self.c / scale.factor)
+
+    def _identified_columns(self, data: MultiTaskData) -> np.ndarray:
+        """(m, d): the columns each task's least squares can estimate (the intercept first), by
+        the data set's rank test (``MultiTaskData.unidentified``, computed once per data set)."""
+        identified = ~data.unidentified(self.fit_intercept, collinear=True)
+        if self.fit_intercept:
+            identified = np.hstack([np.ones((data.n_tasks, 1), dtype=bool), identified])
+        return identified
+
+    def _uses_identified(self) -> bool:
+        """Whether the fit uses ``_identified`` (its anchors, a per-task fit, a method's check);
+        the rank test is skipped otherwise (None)."""
+        return True
 
     def _level_moves_intercepts_only(self) -> bool:
         """Whether adding a constant to every y moves only the intercepts of the optimum (so
@@ -124,7 +141,8 @@ class GLMTasks(MTLEstimator):
             raise InvalidParameterError(
                 f"n_components={self.n_components} exceeds the number of tasks ({data.n_tasks}) "
                 f"in {type(self).__name__}; use at most {data.n_tasks}.")
-        self._problem(data, 0.0)  # constant features, labels of the logistic loss
+        # constant features, labels of the logistic loss; the fit takes it (``_checked_problem``)
+        self._checked = (data, self._problem(data))
 
     def _scores(self, X, task=None, *, unseen="raise"):
         """Linear predictors b_j + X_j theta_j (arguments and shapes as in ``predict``)."""
@@ -286,6 +304,9 @@ class ARMUL(GLMTasks):
         """The vanilla centre; clustered and low-rank fits have no one global model."""
         return super()._global_model() if self.structure == "vanilla" else None
 
+    def _uses_identified(self) -> bool:
+        return self.structure != "vanilla"   # for anchors and the clustered exact model's check
+
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
         structure; every refusal of the method comes here, before any work."""
@@ -300,12 +321,12 @@ class ARMUL(GLMTasks):
         if self.structure != "vanilla" and self.n_components is None:
             raise InvalidParameterError(
                 f"ARMUL(structure={self.structure!r}) needs n_components (clusters or rank).")
-        self._method(self._problem(data, self.c), data)
+        self._method(self._checked[1], data)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
         deadline = Deadline(options.time_limit)  # the whole fit: model build and every restart
-        method, structured = self._method(self._problem(data, self.c), data)  # cheap, checked
+        method, structured = self._method(self._checked_problem(data), data)  # cheap, checked
         problem = structured.problem
         anchors = self._anchors(problem) if self.structure != "vanilla" else None
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
@@ -321,7 +342,7 @@ class ARMUL(GLMTasks):
             raise InvalidParameterError(
                 f"ARMUL(structure={self.structure!r}) has no optimization model to edit; "
                 f"structure='vanilla' and 'clustered' have one.")
-        problem = self._problem(data, self.c)
+        problem = self._checked_problem(data)
         scale = self._response_scale
         vanilla = self.structure == "vanilla"
         model = (formulation.build_vanilla_model(problem) if vanilla

@@ -48,7 +48,7 @@ class _Baseline(GLMTasks):
         self.standardize = standardize
 
     def _fit(self, data: MultiTaskData) -> FitResult:
-        problem = self._problem(data, 0.0)
+        problem = self._checked_problem(data)
         run = self._run(problem)
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
@@ -78,8 +78,8 @@ class IndependentTasks(_Baseline):
     method, coupling, n_components = "itl", "independent", None
     identification = "collinear"
 
-    def _problem(self, data: MultiTaskData, c: float):
-        return super()._problem(data, c).restricted(self._identified)
+    def _problem(self, data: MultiTaskData):
+        return super()._problem(data).restricted(self._identified)
 
     def _run(self, problem):
         theta = glm.task_fits(problem, self._identified)

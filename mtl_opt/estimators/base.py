@@ -30,7 +30,7 @@ from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
 from ..errors import InvalidDataError, InvalidParameterError, NotFittedError, SolverError
-from ..identifiability import check_some_signal, named_pairs, unidentified_mask
+from ..identifiability import check_some_signal, named_pairs
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..deadline import Deadline
 from ..result import FitResult
@@ -126,17 +126,16 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         others).  ``model``: a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited,
         solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
         """
+        start = time.perf_counter()   # one clock for the whole fit, checks included
         data = self._fit_data(X, y, task)
         self.check(data)
         if model is not None:
             self._check_spec(model, data)
-        start = time.perf_counter()
-        if model is not None:
             result = self._fit_spec(model, data)
         else:
             result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
-        result.wall_time = time.perf_counter() - start
         self._adopt(result, data)
+        result.wall_time = time.perf_counter() - start
         return self
 
     def _fit_data(self, X, y, task) -> MultiTaskData:
@@ -241,7 +240,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         (None: not recorded).  An estimator whose fit leaves out more pairs overrides it."""
         if self.identification is None:
             return None
-        return unidentified_mask(data.Xs, getattr(self, "fit_intercept", True),
+        return data.unidentified(getattr(self, "fit_intercept", True),
                                  collinear=self.identification == "collinear")
 
     def check(self, data: MultiTaskData) -> None:
@@ -256,7 +255,16 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         self._check_fit(data)
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        """The estimator's own refusals of ``data`` and parameter combinations (cheap: no fit)."""
+        """The estimator's own refusals of ``data`` and parameter combinations (cheap: no fit).
+        One that builds its problem to check it stores ``self._checked = (data, problem)``, and
+        its ``_fit`` takes it back with ``_checked_problem``: one problem per fit."""
+
+    def _checked_problem(self, data: MultiTaskData):
+        """``self._problem(data)``: the one ``check`` built for this very ``data`` object (``fit``
+        checks right before it fits), else a new one."""
+        checked, built = getattr(self, "_checked", None) or (None, None)
+        self._checked = None
+        return built if checked is data else self._problem(data)
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(data).")

@@ -161,13 +161,6 @@ class SparseMTL(MTLEstimator):
         self._method(built[0], self._renamed("algorithm", "solver"), self.backend)
         self._checked = (data, built)   # the fit that follows uses it (``_checked_problem``)
 
-    def _checked_problem(self, data):
-        """``_problem(data)``: the one ``check`` built for this very ``data`` object (``fit``
-        checks right before it fits), else a new one."""
-        checked, built = getattr(self, "_checked", (None, None))
-        self._checked = None
-        return built if checked is data else self._problem(data)
-
     def _method(self, problem, algorithm, backend):
         """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
         ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``

@@ -148,7 +148,7 @@ class ArmulProblem:
 
     @cached_property
     def xty(self) -> np.ndarray:
-        return np.einsum("mnd,mn->md", self.X, self.y) / self.n[:, None]
+        return self._transposed(self.y) / self.n[:, None]
 
     @cached_property
     def smoothness(self) -> np.ndarray:
@@ -176,7 +176,11 @@ class ArmulProblem:
 
     def scores(self, Theta) -> np.ndarray:
         """Linear predictors x_ji^T theta_j, shape (m, n_max)."""
-        return np.einsum("mnd,md->mn", self.X, Theta)
+        return _products(self.X, Theta)
+
+    def _transposed(self, s, X=None) -> np.ndarray:
+        """X_j^T s_j for every task, shape (m, d) (``X``: another (m, n_max, d) array)."""
+        return (np.asarray(s, dtype=float)[:, None, :] @ (self.X if X is None else X))[:, 0, :]
 
     def losses(self, Theta) -> np.ndarray:
         """f_j(theta_j) for every task, from residuals/scores (keeps constants)."""
@@ -190,9 +194,9 @@ class ArmulProblem:
     def grads(self, Theta) -> np.ndarray:
         """grad f_j(theta_j), shape (m, d)."""
         if self.loss == "squared":
-            return np.einsum("mik,mk->mi", self.gram, Theta) - self.xty
+            return _products(self.gram, Theta) - self.xty
         resid = np.where(self.mask, expit(self.scores(Theta)) - self.y, 0.0)
-        return np.einsum("mnd,mn->md", self.X, resid) / self.n[:, None]
+        return self._transposed(resid) / self.n[:, None]
 
     def objective(self, Theta, Gamma) -> float:
         """F(Theta, Gamma) with Gamma of shape (m, d) (one center per task) or (d,)."""
@@ -264,18 +268,18 @@ class ArmulProblem:
         if coupling in ("vanilla", "pooled"):
             if self._pooled_factor is None:
                 return None
-            r = np.einsum("mnd,mn->d", self.X, s)
+            r = self._transposed(s).sum(axis=0)
             s = s - self.row_weight[:, None] * self.scores(
                 np.tile(scipy.linalg.cho_solve(self._pooled_factor, r), (self.m, 1)))
         elif coupling == "independent":
             if any(f is None for f in self._task_factors):
                 return None
-            r = np.einsum("mnd,mn->md", self.X, s)
+            r = self._transposed(s)
             step = np.zeros_like(r)  # zero columns: X_j^T s_j is exactly 0 there already
             for j, (f, a) in enumerate(zip(self._task_factors, self.active)):
                 step[j, a] = scipy.linalg.cho_solve(f, r[j, a]) / self.n[j]
             s = s - self.scores(step)
-        u_norm = np.linalg.norm(np.einsum("mnd,mn->md", self.X, s), axis=1)
+        u_norm = np.linalg.norm(self._transposed(s), axis=1)
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
         if coupling == "vanilla":
@@ -292,7 +296,7 @@ class ArmulProblem:
         if coupling == "fixed":
             linear = float(np.sum(s * self.scores(centers)))
             linear_error = rounding_factor(self.mask.sum() + self.d + 2) * float(np.sum(
-                np.abs(s) * np.einsum("mnd,md->mn", np.abs(self.X), np.abs(centers))))
+                np.abs(s) * _products(self._abs_X, np.abs(centers))))
         return -sum(conj) + linear - linear_error - violation
 
     def _violation(self, Theta, s, coupling, centers) -> float | None:
@@ -303,9 +307,8 @@ class ArmulProblem:
         - |r^T gamma*| (vanilla; r = sum_j X_j^T s_j, excess_j by which ||X_j^T s_j|| may
         exceed w_j lambda_j), |r^T beta*| (pooled) or sum_j |u_j^T theta_j*| (independent).
         """
-        u = np.einsum("mnd,mn->md", self.X, s)
-        u_error = rounding_factor(self.X.shape[1] + 1) * np.einsum(
-            "mnd,mn->md", np.abs(self.X), np.abs(s))
+        u = self._transposed(s)
+        u_error = rounding_factor(self.X.shape[1] + 1) * self._transposed(np.abs(s), self._abs_X)
         upper = self._upper_value(Theta, coupling, centers)
         total = 0.0
         if coupling in ("vanilla", "fixed"):
@@ -346,6 +349,23 @@ class ArmulProblem:
             value = self.objective(point, center)
         return value * (1 + rounding_factor(self.mask.sum() + 4 * self.d + 8))
 
+    @cached_property
+    def _abs_X(self) -> np.ndarray:
+        """|X|, for the rounding allowance of X_j^T s_j (``_violation``, every gap check)."""
+        return np.abs(self.X)
+
+    @cached_property
+    def _task_min_eigenvalues(self) -> np.ndarray:
+        """Safe lower bounds on each task's smallest Gram eigenvalue, on its active columns."""
+        return np.array([safe_min_eigenvalue(G[np.ix_(a, a)], n)
+                         for G, a, n in zip(self.gram, self.active, self.n)])
+
+    @cached_property
+    def _pooled_min_eigenvalue(self) -> float:
+        """A safe lower bound on the smallest eigenvalue of sum_j w_j X_j^T X_j / n_j."""
+        return safe_min_eigenvalue(np.einsum("m,mik->ik", self.w, self.gram),
+                                   int(self.n.max()) + self.m)
+
     def _radius(self, coupling, upper) -> np.ndarray | float | None:
         """A bound on ||gamma*|| (vanilla), ||beta*|| (pooled) or ||theta_j*|| per task
         (independent) at an optimum of the squared loss (None when the Gram matrix is singular).
@@ -358,13 +378,11 @@ class ArmulProblem:
         weighted_y = np.sqrt(self.row_weight) * np.linalg.norm(self.y, axis=1)
         fit = np.sqrt(2 * upper)
         if coupling == "independent":  # on active columns: u_j is exactly 0 on the others
-            eig = np.array([safe_min_eigenvalue(G[np.ix_(a, a)], n)
-                            for G, a, n in zip(self.gram, self.active, self.n)])
+            eig = self._task_min_eigenvalues
             if np.any(eig <= 0):
                 return None
             return 2 * (weighted_y + fit) / np.sqrt(self.w * eig)
-        pooled = np.einsum("m,mik->ik", self.w, self.gram)
-        eig = safe_min_eigenvalue(pooled, int(self.n.max()) + self.m)
+        eig = self._pooled_min_eigenvalue
         if eig <= 0:
             return None
         spread = 0.0
@@ -372,6 +390,12 @@ class ArmulProblem:
             trace = np.trace(self.gram, axis1=1, axis2=2)
             spread = upper * np.sqrt(np.sum(self.w * trace / (self.w * self.lam) ** 2))
         return 2 * (np.linalg.norm(weighted_y) + fit + spread) / np.sqrt(eig)
+
+
+def _products(A, Theta) -> np.ndarray:
+    """A_j theta_j for every task j: (m, r, d) and (m, d) -> (m, r) (a batched BLAS product,
+    about twice as fast as the same einsum)."""
+    return (A @ np.asarray(Theta, dtype=float)[:, :, None])[:, :, 0]
 
 
 def _cholesky(matrix):

@@ -25,13 +25,13 @@ from .options import SolveOptions
 @dataclass(frozen=True)
 class StructuredProblem:
     """ARMUL's problem with its structure Omega: ``structure`` and ``n_components`` (clusters
-    or rank), ``identified`` (m, d), the columns each task's own least squares can estimate,
-    and the tasks' names (for messages)."""
+    or rank), ``identified`` (m, d), the columns each task's own least squares can estimate
+    (None for vanilla, which uses none), and the tasks' names (for messages)."""
 
     problem: ArmulProblem
     structure: str
     n_components: int | None
-    identified: np.ndarray
+    identified: np.ndarray | None
     task_names: tuple
 
 
