@@ -86,6 +86,7 @@ from ..resources import one_blas_thread
 from . import bnb_kernels, lbfgsb
 from .bnb_kernels import FREE, IN, OUT
 from .bnb_pool import SERIAL, NodePool
+from .bnb_scope import MAX_BBAR_TASKS, refusal  # noqa: F401 (bnb's scope, named here too)
 from .method import SolverRun
 from .options import SolveOptions
 from .progress import Progress
@@ -115,10 +116,10 @@ FTOL = 1e-7
 #: one is often pruned early).  One core splits the same way, so the tree is the same on both.
 BATCH = 2
 #: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term on per-task supports
-#: up to ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
+#: up to ``bnb_scope.MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
-MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
+ENUMERATED_TASKS = 6
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 #: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
@@ -194,28 +195,6 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                       {"solver": "mtl_opt", "solver_version": __version__,
                        "nodes": explored, "open_nodes": row["open_nodes"],
                        "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs}, z)
-
-
-def refusal(problem: SparseProblem) -> str | None:
-    """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
-    if not problem.lambda_ridge > 0:
-        return ("algorithm='bnb' needs lambda_ridge > 0 (its node bounds come from the ridge term); "
-                "use algorithm='oa_multi_tree', which takes lambda_ridge = 0 where every task has "
-                "curvature of its own (n_k > p).")
-    if problem.lambda_bbar and not problem.common_support and problem.n_tasks > MAX_BBAR_TASKS:
-        return (f"algorithm='bnb' with a Bbar term enumerates the 2^K task sets of each column, "
-                f"for K <= {MAX_BBAR_TASKS} tasks (here K = {problem.n_tasks}); use "
-                f"algorithm='oa_multi_tree', which models any K (or variant='cs_bbar': a shared "
-                f"support has two sets per column, and bnb takes any K).")
-    side = problem.side
-    if side.bounded:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
-                "bounds on the coefficients; use algorithm='miqp', which models them.")
-    if side.counts or side.shared:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not at_most, "
-                "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
-                "models them.")
-    return None
 
 
 class _Search:
