@@ -100,12 +100,12 @@ STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
 #: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``_ZbarSearch.price_unit``);
-#: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (BENCHMARKS.md, same section).
+#: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (benchmarks/HISTORY.md, same section).
 PRICE_UNIT = 0.3
 #: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: the
 #: incumbent's F in ``_Search.stage``, max(|D|, 1) in the Zbar recursion's (L-BFGS-B's test).  (It was 1e-13:
 #: ~1000 evaluations per node, on digits that prune nothing.)  Measured
-#: (BENCHMARKS.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
+#: (benchmarks/HISTORY.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
 #: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
 #: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
 #: with 1e-7, 5.8 / 5.94% with 1e-5.
@@ -124,7 +124,7 @@ ENUMERATED_TASKS = 6
 _NEVER = -1e30
 #: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
 #: (its least set's weight), and each exp(-40) < 2^-57 is below its rounding error.  Most of a column's
-#: sets sit that far above its least once mu is small, so few exps are taken (BENCHMARKS.md, "The
+#: sets sit that far above its least once mu is small, so few exps are taken (benchmarks/HISTORY.md, "The
 #: priced trees climb in compiled code, and their prices get a unit").
 _NEGLIGIBLE = -40.0
 
@@ -239,7 +239,7 @@ class _Search:
         """Smoothing stages a node skips once the root is bounded: it starts from its parent's dual
         point, already climbed, which the first, roughest stage pulls a long way off.  One where
         the tree spans several tasks, each with fewer rows than features; none otherwise.
-        Measured (BENCHMARKS.md, "a skip where tasks are wide"): with the skip, such trees got
+        Measured (benchmarks/HISTORY.md, "a skip where tasks are wide"): with the skip, such trees got
         1.1-1.8x the nodes in 30 s and smaller gaps (sMTL zbar_l2 and cs_l2, grid rows), while
         one task's tree took 1.4-1.7x longer to certify (the grid's l0l2 row, OKRidge rows) and
         trees of tall tasks lost ground (the library's small cs_l2 and zbar_l2, a K = 5 grid row)."""
