@@ -56,19 +56,27 @@ def test_cli_validate_and_molar_armul_fits_never_import_numba():
     assert not loaded["numba"] and not loaded["mtl_opt.solvers.bnb"], loaded
 
 
-def test_bnb_is_imported_by_the_check_before_a_fit_so_its_compile_is_outside_the_time_limit():
-    """The deadline starts in ``fit`` after ``check``; the kernels compile when bnb is first
-    imported, so that import must happen in ``check`` (its refusal), not in the run."""
+def test_bnb_compiles_in_the_fit_before_its_deadline_never_in_check():
+    """``check`` (``mtl-opt validate``) asks bnb's scope only (``bnb_scope``), without its kernels;
+    a fit imports bnb (``Method.prepare``) before its deadline starts, so no time limit pays for
+    the compile: the Deadline is made with bnb already loaded."""
     loaded = _loaded_after("""
+        import sys
         import numpy as np
         from mtl_opt.data import MultiTaskData
         from mtl_opt.estimators import SparseMTL
+        from mtl_opt.estimators import sparse as sparse_module
         rng = np.random.default_rng(0)
         data = MultiTaskData([rng.normal(size=(10, 6)) for _ in range(2)],
                              [rng.normal(size=10) for _ in range(2)])
-        import sys
-        assert "numba" not in sys.modules
-        SparseMTL(s=2, algorithm="bnb", lambda_ridge=0.1).check(data)
+        estimator = SparseMTL(s=2, algorithm="bnb", lambda_ridge=0.1)
+        estimator.check(data)
+        assert "numba" not in sys.modules and "mtl_opt.solvers.bnb" not in sys.modules
+        seen = []
+        real = sparse_module.Deadline
+        sparse_module.Deadline = lambda *a, **k: seen.append("mtl_opt.solvers.bnb" in sys.modules) or real(*a, **k)
+        estimator.fit(data)
+        assert seen and all(seen), seen
     """)
     assert loaded["mtl_opt.solvers.bnb"] and loaded["numba"], loaded
 

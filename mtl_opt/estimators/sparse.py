@@ -170,12 +170,13 @@ class SparseMTL(MTLEstimator):
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
-        deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         problem, scaler, data = self._checked_problem(data)
         with warnings.catch_warnings():     # check() has already warned about an old spelling
             warnings.simplefilter("ignore", DeprecationWarning)
             method = self._method(problem, self._renamed("algorithm", "solver"),
                                   self.backend)   # cheap, already checked
+        _prepared(method)
+        deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
             raise InvalidParameterError(
@@ -220,11 +221,12 @@ class SparseMTL(MTLEstimator):
                 f"{data.task_names} and features {data.feature_names}. Pass that data, or fit "
                 f"on this data first.")
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
-        deadline = Deadline(options.time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
         with warnings.catch_warnings():     # check() has already warned about an old spelling
             warnings.simplefilter("ignore", DeprecationWarning)
             method = self._method(problem, algorithm, backend)   # cheap, already checked
+        _prepared(method)
+        deadline = Deadline(options.time_limit)
         if not method.certifies:
             raise InvalidParameterError(
                 f"certify needs an exact method: one of "
@@ -340,3 +342,9 @@ class SparseMTL(MTLEstimator):
             solver_version=run.native["solver_version"], log=run.log, native=run.native,
             task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})
+
+
+def _prepared(method) -> None:
+    """Run ``method.prepare`` (bnb: compile or load its kernels) before a deadline starts."""
+    if method.prepare is not None:
+        method.prepare()

@@ -498,7 +498,7 @@ def fitting_tolerance(cost: float, rel_gap: float, objective: float, usual: floa
     The dual margin grows with the columns: at the usual 1e-9 it alone was 8.3e-6 of F on a bbar
     master of 1033 columns (129 schools, ``examples/sparse_language.py``), against the default
     1e-6.  Where the usual tolerance leaves room it stays: a tighter one changes SCIP's tree, and
-    8.1e-10 instead of 1e-9 stalled sMTL l0l2 seed 1's bound from 120 s to 600 s (BENCHMARKS.md).
+    8.1e-10 instead of 1e-9 stalled sMTL l0l2 seed 1's bound from 120 s to 600 s (benchmarks/HISTORY.md).
     """
     gap = rel_gap * abs(objective)
     if cost * usual <= gap / 2:

@@ -86,6 +86,7 @@ from ..resources import one_blas_thread
 from . import bnb_kernels, lbfgsb
 from .bnb_kernels import FREE, IN, OUT
 from .bnb_pool import SERIAL, NodePool
+from .bnb_scope import MAX_BBAR_TASKS, refusal  # noqa: F401 (bnb's scope, named here too)
 from .method import SolverRun
 from .options import SolveOptions
 from .progress import Progress
@@ -99,12 +100,12 @@ STAGES, SMOOTHING = 4, 1e-1
 #: L-BFGS memory (pairs kept): the dual's ill-conditioned part has rank about K s.
 MEMORY = 10
 #: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``_ZbarSearch.price_unit``);
-#: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (BENCHMARKS.md, same section).
+#: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (benchmarks/HISTORY.md, same section).
 PRICE_UNIT = 0.3
 #: A smoothing stage ends when an L-BFGS step gains less than this relative to a scale: the
 #: incumbent's F in ``_Search.stage``, max(|D|, 1) in the Zbar recursion's (L-BFGS-B's test).  (It was 1e-13:
 #: ~1000 evaluations per node, on digits that prune nothing.)  Measured
-#: (BENCHMARKS.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
+#: (benchmarks/HISTORY.md, "bnb with the Bbar term, set enumeration and fewer steps per node"): the grid's l0l2 p = 500, K = 2 row took 27.7 s
 #: at 1e-13, 21.3 s at 1e-9, 14.2 s at 1e-7 and 41.7 s at 1e-5 (weak bounds, 571 nodes against 33);
 #: zbar_l2 seeds 1 and 2 of the sMTL simulation left 2.85 / 3.9% at 30 s with 1e-13, 2.45 / 3.43%
 #: with 1e-7, 5.8 / 5.94% with 1e-5.
@@ -115,15 +116,15 @@ FTOL = 1e-7
 #: one is often pruned early).  One core splits the same way, so the tree is the same on both.
 BATCH = 2
 #: Each column's 2^K task sets are enumerated (``_SetSearch``) with a Bbar term on per-task supports
-#: up to ``MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
+#: up to ``bnb_scope.MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``_ZbarSearch``) up to
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
-MAX_BBAR_TASKS, ENUMERATED_TASKS = 8, 6
+ENUMERATED_TASKS = 6
 #: A log-weight standing for log 0 in ``_ZbarSearch._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 #: Softmin weights exp(x) with x below this are taken as 0: a column's softmin mass is at least 1
 #: (its least set's weight), and each exp(-40) < 2^-57 is below its rounding error.  Most of a column's
-#: sets sit that far above its least once mu is small, so few exps are taken (BENCHMARKS.md, "The
+#: sets sit that far above its least once mu is small, so few exps are taken (benchmarks/HISTORY.md, "The
 #: priced trees climb in compiled code, and their prices get a unit").
 _NEGLIGIBLE = -40.0
 
@@ -196,28 +197,6 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                        "screened": sum(s.screened for s in searches), "pool_bounds": pool.jobs}, z)
 
 
-def refusal(problem: SparseProblem) -> str | None:
-    """Why bnb cannot solve ``problem`` (outside its scope, module docstring), or None."""
-    if not problem.lambda_ridge > 0:
-        return ("algorithm='bnb' needs lambda_ridge > 0 (its node bounds come from the ridge term); "
-                "use algorithm='oa_multi_tree', which takes lambda_ridge = 0 where every task has "
-                "curvature of its own (n_k > p).")
-    if problem.lambda_bbar and not problem.common_support and problem.n_tasks > MAX_BBAR_TASKS:
-        return (f"algorithm='bnb' with a Bbar term enumerates the 2^K task sets of each column, "
-                f"for K <= {MAX_BBAR_TASKS} tasks (here K = {problem.n_tasks}); use "
-                f"algorithm='oa_multi_tree', which models any K (or variant='cs_bbar': a shared "
-                f"support has two sets per column, and bnb takes any K).")
-    side = problem.side
-    if side.bounded:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
-                "bounds on the coefficients; use algorithm='miqp', which models them.")
-    if side.counts or side.shared:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not at_most, "
-                "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
-                "models them.")
-    return None
-
-
 class _Search:
     """One tree: the open nodes (a heap by bound), the incumbent, how a node is bounded and split.
 
@@ -260,7 +239,7 @@ class _Search:
         """Smoothing stages a node skips once the root is bounded: it starts from its parent's dual
         point, already climbed, which the first, roughest stage pulls a long way off.  One where
         the tree spans several tasks, each with fewer rows than features; none otherwise.
-        Measured (BENCHMARKS.md, "a skip where tasks are wide"): with the skip, such trees got
+        Measured (benchmarks/HISTORY.md, "a skip where tasks are wide"): with the skip, such trees got
         1.1-1.8x the nodes in 30 s and smaller gaps (sMTL zbar_l2 and cs_l2, grid rows), while
         one task's tree took 1.4-1.7x longer to certify (the grid's l0l2 row, OKRidge rows) and
         trees of tall tasks lost ground (the library's small cs_l2 and zbar_l2, a K = 5 grid row)."""

@@ -3,7 +3,7 @@
 A node's bound takes about a hundred evaluations of the smoothed dual, each two products of
 the tasks' designs with the residuals and a projection per budget row (``search_dual``) or a
 softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy spent most of
-an evaluation in call overhead, not arithmetic (BENCHMARKS.md, "bnb's climbs compiled"); driving
+an evaluation in call overhead, not arithmetic (benchmarks/HISTORY.md, "bnb's climbs compiled"); driving
 the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so the trees climb
 wholly here (``climb``, compiled once for each evaluation: ``SEARCH`` and ``SETS``).  ``climb``
 releases the GIL, so that while this process climbs, ``bnb_pool``'s feeder thread can take the

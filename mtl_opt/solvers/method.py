@@ -99,6 +99,9 @@ class Method:
     cheaply, before any work.  ``solve(problem, incumbent, options, deadline, backend,
     **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``); an exact
     method's settings include ``progress`` (``solvers.progress.Progress``: its live log).
+    ``prepare()`` (None: nothing) does the work a method needs once per process, such as compiling
+    kernels; estimators call it after ``check`` and before their deadline starts, so no time limit
+    pays for it and ``check`` (``mtl-opt validate``) never does.
     """
 
     name: str
@@ -109,6 +112,7 @@ class Method:
     description: str = ""
     problem_class: str | None = None
     bound_source: str | None = None
+    prepare: Callable[[], Any] | None = None
 
     def refusal(self, problem, backend: str | None) -> str | None:
         """Why this method cannot run ``problem`` on ``backend`` (None: the default one), or None."""

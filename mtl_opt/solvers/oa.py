@@ -322,7 +322,7 @@ def miqp_options(backend: Backend, options: SolveOptions, model: pyo.ConcreteMod
     perspective rows would let the solver's objective sit more than half our gap at ``objective``
     below F (``perspective_slack``), tighter, to a tenth (``fitting_tolerance``).  The dual
     tolerance is not fitted here as it is for the OA masters: that would move it on most sMTL
-    and grid rows, unmeasured (BENCHMARKS.md, issue 22).
+    and grid rows, unmeasured (benchmarks/HISTORY.md, issue 22).
     """
     tightest, loosest = MIQP_FEASTOL
     feastol = min(loosest, max(tightest, options.rel_gap / 100))

@@ -22,6 +22,7 @@ from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
 from .backends import pick_backend
+from . import bnb_scope
 from .bcd import cut_short, fit_bcd
 from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
@@ -57,9 +58,10 @@ COMPILE_NOTICE_AFTER = 5.0
 @functools.cache
 def _bnb_module():
     """``solvers.bnb``, imported on first use, since importing it compiles its numba kernels
-    (``bnb_kernels``), which no other method needs.  Every fit asks ``_bnb_scope`` before its
-    deadline starts, so the compile is never inside a time limit.  A slow import is announced (it
-    does not say "compiling" for sure: a load from the cache can take 5 s on a busy machine)."""
+    (``bnb_kernels``), which no other method needs: bnb's ``Method.prepare``, which every fit runs
+    before its deadline starts, so the compile is never inside a time limit.  A slow import is
+    announced (it does not say "compiling" for sure: a load from the cache can take 5 s on a busy
+    machine)."""
     notice = threading.Timer(COMPILE_NOTICE_AFTER, print, [
         "mtl_opt: loading the bnb kernels (numba compiles them once per machine, ~40 s) ..."],
         {"file": sys.stderr, "flush": True})
@@ -73,7 +75,7 @@ def _bnb_module():
 
 
 def _bnb_scope(problem: SparseProblem, backend) -> str | None:
-    return _bnb_module().refusal(problem)
+    return bnb_scope.refusal(problem)
 
 
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
@@ -122,7 +124,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "Big-M perspective MIQP", "miqp", "Big-M MIQP dual bound"),
     Method("bnb", (None,), True, _bnb_scope, _bnb,
            "branch and bound, perspective-dual node bounds",
-           None, "smallest open node's perspective dual bound"),
+           None, "smallest open node's perspective dual bound", _bnb_module),
 )}
 #: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spelling "oa".
 NAMES = (*METHODS, "exact", "oa")
