@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from mtl_opt import cv as cv_module
 from mtl_opt.cv import CVResult, cross_validate, default_simplicity, expand_grid
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import MOLAR, PerTaskOLS
@@ -125,12 +126,30 @@ def test_molar_scores_match_a_manual_cross_validation(data):
     np.testing.assert_allclose(result.se, manual.std(axis=1, ddof=1) / np.sqrt(3))
 
 
-def test_parallel_folds_give_the_same_scores(data):
+@pytest.mark.parametrize("workers_after", [0.0, 1.0])
+def test_parallel_folds_give_the_same_scores(data, monkeypatch, workers_after):
+    """Workers from the start (each takes folds from the back while this process takes them from the
+    front), or after a second (this small grid is done here first)."""
+    monkeypatch.setattr(cv_module, "WORKERS_AFTER", workers_after)
     grid = {"c_gamma": [0.5, 1.0]}
     serial = run(MOLAR(), grid, data, refit=False)
     parallel = run(MOLAR(), grid, data, refit=False, n_jobs=2)
     # the same folds fitted in worker processes: equal up to last-bit differences
     np.testing.assert_allclose(parallel.scores, serial.scores, rtol=1e-9, atol=1e-12)
+
+
+def test_a_worker_that_fails_leaves_its_fold_to_this_process(data, monkeypatch):
+    """A fold a worker fails on is fitted here: its error (here, none) is this process's."""
+    monkeypatch.setattr(cv_module, "WORKERS_AFTER", 0.0)
+
+    class Broken:
+        def submit(self, *args):
+            raise RuntimeError("a worker died")
+    monkeypatch.setattr(cv_module, "get_reusable_executor", lambda **kwargs: Broken())
+    grid = {"c_gamma": [0.5, 1.0]}
+    serial = run(MOLAR(), grid, data, refit=False)
+    parallel = run(MOLAR(), grid, data, refit=False, n_jobs=2)
+    np.testing.assert_array_equal(parallel.scores, serial.scores)
 
 
 def test_same_seed_same_result_different_seed_different_folds(data):
