@@ -6,7 +6,7 @@ Names are loaded on first use (PEP 562), as in ``mtl_opt.collab``, so the CLI
 imports ``mtl_opt.bandits.command`` without numpy or scipy.
 """
 
-import importlib
+from .._lazy import lazy_names
 
 _HOME = {
     "base": ["Environment", "Policy", "Round"],
@@ -16,11 +16,4 @@ _MODULE_OF = {name: module for module, names in _HOME.items() for name in names}
 __all__ = sorted(_MODULE_OF)
 
 
-def __getattr__(name):
-    if name not in _MODULE_OF:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_MODULE_OF[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _MODULE_OF)

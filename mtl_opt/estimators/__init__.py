@@ -4,7 +4,7 @@ Each class is imported on first use (PEP 562), so a process that fits one estima
 solve, a bench cell, a cross-validation worker) loads that estimator's modules only.
 """
 
-import importlib
+from .._lazy import lazy_names
 from collections.abc import Mapping
 
 #: Class name -> module of this package.
@@ -24,14 +24,7 @@ _METHODS = {"molar": "MOLAR", "molar_hd": "MOLARHighDim", "ols": "PerTaskOLS",
             "lowrank_mtl": "LowRankMTL"}
 
 
-def __getattr__(name):
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 
 class _Registry(Mapping):
