@@ -11,7 +11,6 @@ import os
 import re
 from pathlib import Path
 
-import pytest
 import sklearn
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-import math
 import time
 
 import numpy as np
