@@ -12,7 +12,6 @@ from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations.constraints import compile_constraints
 from ..formulations.sparse import VARIANTS, SparseProblem
-from ..identifiability import unidentified_mask
 from ..result import FitResult
 from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
@@ -311,7 +310,7 @@ class SparseMTL(MTLEstimator):
     def _problem(self, data):
         """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify."""
         scaler = None
-        excluded = unidentified_mask(data.Xs, self.fit_intercept, collinear=False)
+        excluded = data.unidentified(self.fit_intercept, collinear=False)
         if self.standardize:
             data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
         side = compile_constraints(self.constraints, data.task_names, data.feature_names,

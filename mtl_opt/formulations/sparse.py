@@ -47,7 +47,6 @@ import scipy.sparse.linalg
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..deadline import Deadline
-from ..identifiability import unidentified_mask
 from .constraints import SideConstraints
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
@@ -163,7 +162,7 @@ class SparseProblem:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
             Xs, ys = tuple(data.Xs), tuple(data.ys)
         if excluded is None:
-            excluded = unidentified_mask(data.Xs, fit_intercept, collinear=False)
+            excluded = data.unidentified(fit_intercept, collinear=False)
         problem = cls(tuple(Xs), tuple(ys), x_means, y_means, variant, int(s), float(lambda_ridge),
                       float(lambda_bbar), float(lambda_zbar), excluded, tuple(data.task_names), side)
         problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
