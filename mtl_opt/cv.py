@@ -277,8 +277,8 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
     So a worker's start (a fresh process importing numpy, scipy and Pyomo, about a second of CPU)
     is never waited for, and the workers start only once this process has fitted for
     ``WORKERS_AFTER`` seconds: a grid done by then never pays for them (the README's took 0.9 s
-    serial, and 2.1 s when every fold waited for the workers).  Another backend (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel``
-    job per fold."""
+    serial, and 2.1 s when every fold waited for the workers).  Another backend
+    (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel`` job per fold."""
     columns, lock = [None] * len(folds), threading.Lock()
     with tqdm(total=len(folds) * len(points), desc="cross-validation", unit="fit",
               file=sys.stderr, disable=not progress) as bar:
@@ -304,6 +304,7 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
                     finish(i, executor.submit(_fold_scores, estimator, points, data, folds[i], score).result())
             except Exception:   # a worker's failure: this process fits that fold, and raises there
                 return
+
         def start_workers():
             executor = get_reusable_executor(max_workers=workers)
             for _ in range(workers):
