@@ -9,6 +9,7 @@ gaps are always computed here, from those two numbers, by one function.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -19,15 +20,54 @@ import numpy as np
 
 from .errors import InvalidDataError
 
-#: The status vocabulary (DESIGN.md).  ``gap_limit`` is never merged into
-#: ``optimal`` nor ``time_limit`` into anything else.
-STATUSES = ("optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic",
-            "infeasible", "error")
+class Status(str, enum.Enum):
+    """The one status vocabulary of mtl_opt: a backend's solve (``BackendResult.status``), why a
+    run stopped (``SolverRun.stop``) and a fit (``FitResult.status``) each use a group of it.
+
+    A ``str``, so ``status == "optimal"`` and JSON results keep working.  ``gap_limit`` is never
+    merged into ``optimal`` nor ``time_limit`` into anything else (DESIGN.md).
+    """
+
+    #: A fit: a bound proves a relative gap <= rel_gap (``final_status``).  A backend: its own
+    #: criterion met (its gap, on its own tolerances).
+    OPTIMAL = "optimal"
+    #: A fit: its run converged but the proven gap is wider than asked.  A backend: it stopped on
+    #: its own gap limit (SCIP says so; HiGHS reports ``optimal`` then).
+    GAP_LIMIT = "gap_limit"
+    #: The time budget ran out first.
+    TIME_LIMIT = "time_limit"
+    #: A count budget ran out first (iterations, nodes, solutions, memory).
+    ITERATION_LIMIT = "iteration_limit"
+    #: A fit with an estimate and no proven bound.
+    HEURISTIC = "heuristic"
+    #: Proven to have no solution.
+    INFEASIBLE = "infeasible"
+    #: A backend: the model is unbounded (a fit reports ``error``: mtl_opt's objectives are not).
+    UNBOUNDED = "unbounded"
+    #: The solver failed, or said something that cannot be trusted.
+    ERROR = "error"
+    #: A run: stopped on the method's own criterion (a gap it was asked for, an exhausted tree,
+    #: a fixed point, a master repeating itself); ``final_status`` measures the gap.
+    CONVERGED = "converged"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: What a fit reports (``FitResult.status``, DESIGN.md): what ``final_status`` returns.
+STATUSES = (Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT, Status.ITERATION_LIMIT,
+            Status.HEURISTIC, Status.INFEASIBLE, Status.ERROR)
+#: What a backend reports (``BackendResult.status``).
+BACKEND_STATUSES = (Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT, Status.ITERATION_LIMIT,
+                    Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR)
+#: Why a run stopped (``SolverRun.stop``): converged, or a backend's status taken as it is.
+STOPS = (Status.CONVERGED, *BACKEND_STATUSES)
 #: The estimate is proven to be within the requested tolerance.  ``gap_limit`` is not: the
 #: solver stopped on its own gap criterion, but the gap proven here is wider than requested.
-WITHIN_TOLERANCE = frozenset({"optimal"})
+WITHIN_TOLERANCE = frozenset({Status.OPTIMAL})
 #: An estimate exists (coef is meaningful), proven or not.
-HAS_ESTIMATE = frozenset({"optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic"})
+HAS_ESTIMATE = frozenset({Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT,
+                          Status.ITERATION_LIMIT, Status.HEURISTIC})
 
 
 def absolute_gap(objective: float | None, bound: float | None) -> float | None:
@@ -102,8 +142,8 @@ class FitResult:
         The stated objective at ``coef``, recomputed in float64.
     lower_bound : float or None
         A proven lower bound on the optimum, or None (no certificate).
-    status : str
-        One of ``STATUSES``.
+    status : Status
+        One of ``STATUSES`` (a ``str``).
     objective_name : str
         What ``objective`` measures (e.g. "weighted-median LP").
     bound_source : str or None
@@ -143,7 +183,7 @@ class FitResult:
     intercept: np.ndarray
     objective: float
     lower_bound: float | None
-    status: str
+    status: Status
     objective_name: str = ""
     bound_source: str | None = None
     algorithm: str = ""
@@ -162,15 +202,17 @@ class FitResult:
 
     def __post_init__(self):
         if self.status not in STATUSES:
-            raise InvalidDataError(f"FitResult status must be one of {STATUSES}; got {self.status!r}.")
+            raise InvalidDataError(f"FitResult status must be one of "
+                                   f"{', '.join(map(str, STATUSES))}; got {self.status!r}.")
+        self.status = Status(self.status)
         self.coef = np.asarray(self.coef, dtype=float)
         self.intercept = np.asarray(self.intercept, dtype=float)
         self.lower_bound, failure = checked_bound(self.objective, self.lower_bound)
         if failure is not None:
             self.warnings = [*self.warnings, failure]
             self.bound_source = None
-            if self.status in ("optimal", "gap_limit"):
-                self.status = "heuristic"
+            if self.status in (Status.OPTIMAL, Status.GAP_LIMIT):
+                self.status = Status.HEURISTIC
 
     @property
     def abs_gap(self) -> float | None:

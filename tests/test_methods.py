@@ -15,7 +15,7 @@ import mtl_opt.solvers.bcd as bcd
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
-from mtl_opt.result import relative_gap
+from mtl_opt.result import Status, relative_gap
 from mtl_opt.solvers import sparse_methods
 from mtl_opt.solvers.method import STOPS, SolverRun, final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -24,16 +24,23 @@ from mtl_opt.synthetic import smtl_simulation
 PACKAGE = Path(mtl_opt.__file__).parent
 
 
+def _is_optimal(node) -> bool:
+    """An "optimal" string literal or ``Status.OPTIMAL``."""
+    return ((isinstance(node, ast.Constant) and node.value == "optimal")
+            or (isinstance(node, ast.Attribute) and node.attr == "OPTIMAL"))
+
+
 def _status_literals_outside_final_status():
-    """Every "optimal" string literal of the package that is not compared against, not an entry of
-    an ALL-CAPS vocabulary collection (STATUSES, a backend's native STATUS map) and not in
+    """Every "optimal" string literal or ``Status.OPTIMAL`` of the package that is not compared
+    against, not an entry of an ALL-CAPS vocabulary collection (STATUSES, a backend's native
+    STATUS map), not the definition of the vocabulary (``result.Status``) and not in
     ``final_status``: each is a place that decides the status."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text())
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Constant) and node.value == "optimal"):
+            if not _is_optimal(node):
                 continue
             chain, up = [], node
             while up in parents:
@@ -43,6 +50,8 @@ def _status_literals_outside_final_status():
                     isinstance(chain[0], (ast.Tuple, ast.Set)) and isinstance(chain[1], ast.Compare)):
                 continue
             if any(isinstance(a, ast.FunctionDef) and a.name == "final_status" for a in chain):
+                continue
+            if any(isinstance(a, ast.ClassDef) and a.name == "Status" for a in chain):
                 continue
             assign = next((a for a in chain if isinstance(a, (ast.Assign, ast.AnnAssign))), None)
             targets = [] if assign is None else getattr(assign, "targets", [getattr(assign, "target", None)])
@@ -64,18 +73,20 @@ def test_status_optimal_is_assigned_in_final_status_only():
 @pytest.mark.parametrize("bound", [None, 0.0, 9.99, 10.0, 10.5])
 def test_final_status_follows_the_proven_gap(stop, bound):
     """Optimal exactly when a bound the guard keeps proves gap <= tolerance (objective 10,
-    tolerance 0.01: 9.99 proves 0.001); else the budget that ran out, or for a converged run
-    heuristic (no bound) / gap_limit (a wider one); infeasible and error stand."""
+    tolerance 0.01: 9.99 proves 0.001); else the budget that ran out, or for a run that met its
+    own criterion (converged, a backend's own optimal or gap_limit) heuristic (no bound) /
+    gap_limit (a wider one); infeasible and error stand, a backend's unbounded is an error."""
     status = final_status(SolverRun(None, 10.0, bound, stop, native={"bound": "none: a test"}), 0.01)
     kept = bound is not None and bound <= 10.0
-    if stop in ("infeasible", "error"):
-        assert status == stop
+    if stop in ("infeasible", "error", "unbounded"):
+        assert status == ("infeasible" if stop == "infeasible" else "error")
     elif kept and (10.0 - bound) / 10.0 <= 0.01:
         assert status == "optimal" and relative_gap(10.0, bound) <= 0.01
-    elif stop != "converged":
+    elif stop in ("time_limit", "iteration_limit"):
         assert status == stop
     else:
         assert status == ("gap_limit" if kept else "heuristic")
+    assert isinstance(status, Status)
 
 
 @pytest.fixture(scope="module")

@@ -165,7 +165,7 @@ def test_a_user_mask_excludes_a_varying_column_on_bcd_and_the_exact_models():
     optimum = brute_force(Xs, ys, excluded, "bbar", 2, 0.05, lambda_bbar=0.3)
     free = brute_force(Xs, ys, np.zeros((3, 4), bool), "bbar", 2, 0.05, lambda_bbar=0.3)
     assert free < optimum * (1 - 1e-3)          # the mask binds: the column would be used
-    B = fit_bcd(problem)[0]
+    B = fit_bcd(problem).coef
     assert B[0, 0] == 0.0 and problem.feasible(B)
     for exact in (solve_oa(problem, get_backend("highs"), SolveOptions(rel_gap=1e-8), B),
                   solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-8), B)):

@@ -22,7 +22,7 @@ from ..solvers import glm, prox
 from ..solvers.armul_methods import METHODS, StructuredProblem
 from ..solvers.armul_scip import read_solution
 from ..solvers.user_model import ModelSpec
-from ..solvers.method import SolverRun, final_status, lookup
+from ..solvers.method import SolverRun, lookup
 from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
@@ -90,18 +90,19 @@ class GLMTasks(MTLEstimator):
         ``_problem`` may remove it): with an intercept, unless a rank constraint couples them."""
         return self.fit_intercept
 
-    def _restored(self, run: prox.ProxRun) -> prox.ProxRun:
+    def _restored(self, run: SolverRun) -> SolverRun:
         """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
-        scale = self._response_scale
-        extra = dict(run.extra)
+        scale, estimate = self._response_scale, run.estimate
+        extra = dict(estimate.extra)
         if "centers" in extra:
             extra["centers"] = scale.to_original(extra["centers"])
         values = ("objective", "incumbent", "lower_bound")   # the log's figures too
         log = [{key: scale.value(value) if key in values else value for key, value in row.items()}
                for row in run.log]
-        return prox.ProxRun(scale.to_original(run.theta), scale.to_original(run.centers),
-                            scale.value(run.objective), scale.value(run.lower_bound), run.status,
-                            run.n_iter, log, extra)
+        return replace(run, estimate=prox.ArmulEstimate(scale.to_original(estimate.theta),
+                                                        scale.to_original(estimate.centers), extra),
+                       objective=scale.value(run.objective), lower_bound=scale.value(run.lower_bound),
+                       log=log)
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -110,23 +111,18 @@ class GLMTasks(MTLEstimator):
         intercept = rows[:, 0] - coef @ self._shift if self.fit_intercept else np.zeros(len(rows))
         return coef, intercept
 
-    def _result(self, data, solved: SolverRun, *, rel_gap, algorithm, backend, extra=None):
-        """The FitResult of ``solved``, a run on the data's scale (``_restored``) whose estimate
-        is a ProxRun and whose ``native`` names the solver, its version and the bound's source."""
-        run, status = solved.estimate, final_status(solved, rel_gap)
-        coef, intercept = self._to_original(run.theta)
-        self.n_iter_ = run.n_iter
-        return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=run.objective,
-            lower_bound=run.lower_bound, status=status,
+    def _result(self, data, run: SolverRun, *, rel_gap, algorithm, backend, extra=None):
+        """The FitResult of ``run``, a run on the data's scale (``_restored``) whose estimate
+        is an ``ArmulEstimate``."""
+        estimate = run.estimate
+        coef, intercept = self._to_original(estimate.theta)
+        self.n_iter_ = run.native.get("n_iter", 0)
+        return self._result_of(
+            data, run, coef=coef, intercept=intercept, rel_gap=rel_gap,
             objective_name=f"{self.method} objective, {self.loss} loss"
             + (" (standardized features)" if self.standardize else ""),
-            bound_source=solved.native["bound"] if run.lower_bound is not None else None,
-            algorithm=algorithm, backend=backend, solver=solved.native["solver"],
-            solver_version=solved.native["solver_version"], log=run.log,
-            native=run.extra.get("native", {}),
-            task_names=list(data.task_names), feature_names=list(data.feature_names),
-            extra={"theta_fitted": run.theta, "centers_fitted": run.centers, **(extra or {})})
+            algorithm=algorithm, backend=backend,
+            extra={"theta_fitted": estimate.theta, "centers_fitted": estimate.centers, **(extra or {})})
 
     def _anchors(self, problem: ArmulProblem) -> np.ndarray:
         """Seeds of clustered / low-rank starts: the pooled fit corrected, in every task, by the
@@ -366,16 +362,15 @@ class ARMUL(GLMTasks):
         }
         components = {name: text for name, text in named.items() if model.component(name) is not None}
 
-        def finish(run, options):
-            theta, centers, extra = run.estimate
-            estimate = prox.ProxRun(theta, centers, run.objective, run.lower_bound, run.stop, 0,
-                                    [], extra)
-            return self._finish(data, replace(run, estimate=estimate), options, "user_model", "scip")
+        def finish(run, options):   # the estimate back to the data's scale; the run's values
+            # (spec.objective: already on it) are what ``fit(model=...)`` reports, not its log
+            return self._finish(data, replace(run, log=[]), options, "user_model", "scip")
 
         return ModelSpec(
             model, "scip", "qcp" if vanilla else "miqcp", components, *self._spec_key(data),
-            decode=lambda solved: read_solution(solved, problem, self.structure),
-            objective=lambda estimate: scale.value(problem.objective(*estimate[:2])), finish=finish,
+            decode=lambda solved: prox.ArmulEstimate(*read_solution(solved, problem, self.structure)),
+            objective=lambda estimate: scale.value(problem.objective(estimate.theta, estimate.centers)),
+            finish=finish,
             objective_scale=scale.value(1.0), bound_cap=None if vanilla else at_zero,
             y_scale=scale.factor,
             notes=f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
@@ -385,19 +380,19 @@ class ARMUL(GLMTasks):
                      "value at 0, so the bound reported is at most that level."))
 
     def _finish(self, data, solved: SolverRun, options, algorithm, backend) -> FitResult:
-        run, extra = self._restored(solved.estimate), {}
+        run, extra = self._restored(solved), {}
+        estimate = run.estimate
         if self.structure == "vanilla":
-            self.center_, center_intercept = (a[0] for a in self._to_original(run.centers[0]))
+            self.center_, center_intercept = (a[0] for a in self._to_original(estimate.centers[0]))
             self.center_intercept_ = float(center_intercept)
         elif self.structure == "clustered":
-            self.centers_, self.centers_intercept_ = self._to_original(run.extra["centers"])
-            self.labels_ = run.extra["labels"]
+            self.centers_, self.centers_intercept_ = self._to_original(estimate.extra["centers"])
+            self.labels_ = estimate.extra["labels"]
             extra = {"labels": self.labels_, "centers": self.centers_}
         else:
-            self.basis_ = run.extra["basis"]
+            self.basis_ = estimate.extra["basis"]
             extra = {"basis": self.basis_}
-        restored = replace(solved, estimate=run, objective=run.objective, lower_bound=run.lower_bound)
-        return self._result(data, restored, rel_gap=options.rel_gap, algorithm=algorithm,
+        return self._result(data, run, rel_gap=options.rel_gap, algorithm=algorithm,
                             backend=backend, extra=extra)
 
 

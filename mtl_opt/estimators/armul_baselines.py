@@ -24,9 +24,8 @@ import numpy as np
 
 from .. import __version__
 from ..data import MultiTaskData
-from ..result import FitResult
+from ..result import FitResult, Status
 from ..solvers import glm, prox
-from ..solvers.method import SolverRun
 from .armul import COMMON_CONSTRAINTS, GLMTasks
 from .base import Interval, OneOf
 
@@ -52,14 +51,12 @@ class _Baseline(GLMTasks):
         run = self._run(problem)
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
-            run.status = "converged"
-        run = self._restored(run)
-        solved = SolverRun(run, run.objective, run.lower_bound, "converged", run.log,
-                           {"solver": "newton (mtl_opt)", "solver_version": __version__,
-                            "bound": "dual feasible point from the gradients" if run.lower_bound is not None
-                            else "none: no dual bound without a convex coupling (a heuristic)"})
+        solved = self._restored(run.solver_run(
+            {"solver": "newton (mtl_opt)", "solver_version": __version__,
+             "bound": "dual feasible point from the gradients" if run.lower_bound is not None
+             else "none: no dual bound without a convex coupling (a heuristic)"}))
         return self._result(data, solved, rel_gap=GLM_REL_GAP, algorithm=self.algorithm_name,
-                            backend=None, extra=run.extra)
+                            backend=None, extra=solved.estimate.extra)
 
 
 class IndependentTasks(_Baseline):
@@ -83,7 +80,7 @@ class IndependentTasks(_Baseline):
 
     def _run(self, problem):
         theta = glm.task_fits(problem, self._identified)
-        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "converged", 1)
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, Status.CONVERGED, 1)
 
 
 class DataPooling(_Baseline):
@@ -97,7 +94,7 @@ class DataPooling(_Baseline):
 
     def _run(self, problem):
         theta = np.tile(glm.group_fit(problem, np.arange(problem.m)), (problem.m, 1))
-        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, "converged", 1)
+        return prox.ProxRun(theta, theta, problem.objective(theta, theta), None, Status.CONVERGED, 1)
 
 
 class _Structured(_Baseline):

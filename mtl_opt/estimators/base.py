@@ -33,7 +33,7 @@ from ..identifiability import check_some_signal, named_pairs
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
 from ..deadline import Deadline
 from ..result import FitResult
-from ..solvers.method import NO_BOUND, final_status
+from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
@@ -199,28 +199,51 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                 f"this ModelSpec was built on other data (design shapes {spec.data_key[0]}; "
                 f"these are {data_key[0]}); build it from this data with pyomo_model(data).")
 
+    def _result_of(self, data: MultiTaskData, run: SolverRun, *, coef, intercept, rel_gap: float,
+                   algorithm: str, backend: str | None, objective_name: str,
+                   objective: float | None = None, solver: str | None = None,
+                   solver_version: str | None = None, log: list | None = None,
+                   warnings=(), extra: dict | None = None) -> FitResult:
+        """The FitResult of ``run``: the one place a fit's result is made.
+
+        Its status is ``final_status(run, rel_gap)``; bound, bound source (``native["bound"]``,
+        the reason when there is none), log, native figures, solver and version are the run's.
+        ``coef`` and ``intercept`` are the estimate on the data's scale; ``objective`` the
+        stated objective recomputed there (default: the run's); ``solver``, ``solver_version``
+        and ``log`` replace the run's where the fit did more than the run (e.g. MOLAR's stages).
+        ``fit`` adds the wall time, ``_adopt`` the parameters and unidentified pairs.
+        """
+        return FitResult(
+            method=self.method, coef=coef, intercept=intercept,
+            objective=run.objective if objective is None else objective,
+            lower_bound=run.lower_bound, status=final_status(run, rel_gap),
+            objective_name=objective_name, bound_source=run.native.get("bound"),
+            algorithm=algorithm, backend=backend, solver=solver or run.native["solver"],
+            solver_version=solver_version or run.native["solver_version"],
+            log=run.log if log is None else log, native=run.native,
+            task_names=list(data.task_names), feature_names=list(data.feature_names),
+            warnings=list(warnings), extra=extra or {})
+
     def _fit_spec(self, spec: ModelSpec, data: MultiTaskData) -> FitResult:
         """The FitResult of the edited ``spec.model``, solved by ``solve_spec``."""
         options = getattr(self, "solve_options", None) or SolveOptions()
         run = solve_spec(spec, options, Deadline(options.time_limit))
         shared = {"objective_name": run.native["objective_name"], "algorithm": "user_model",
-                  "objective": run.objective, "lower_bound": run.lower_bound,
-                  "status": final_status(run, options.rel_gap),
-                  "backend": spec.backend, "solver": f"user_model ({run.native['solver']})",
-                  "solver_version": run.native["solver_version"], "native": run.native,
-                  "bound_source": run.native["bound"]}
+                  "rel_gap": options.rel_gap, "backend": spec.backend,
+                  "solver": f"user_model ({run.native['solver']})"}
         if run.estimate is None:   # infeasible, or stopped without a solution: NaN, and why
             nan = np.full((data.n_tasks, data.n_features), np.nan)
             why = run.native.get("infeasible", f"the backend stopped ({run.native['backend_status']}) "
                                                f"before it found a solution")
-            return FitResult(method=self.method, coef=nan, intercept=nan[:, 0],
-                             task_names=list(data.task_names), feature_names=list(data.feature_names),
-                             warnings=[f"no estimate: {why}; coef and intercept are NaN."], **shared)
+            return self._result_of(data, run, coef=nan, intercept=nan[:, 0], **shared,
+                                   warnings=[f"no estimate: {why}; coef and intercept are NaN."])
         if run.native["objective_name"] != OWN_OBJECTIVE:   # its bound is not on F's scale
             run = dataclasses.replace(run, lower_bound=None, native={
                 **run.native, "bound": f"{NO_BOUND}: the edited objective's bound is reported"})
         # the estimator's own result for the estimate; objective, bound and status are the run's
-        return dataclasses.replace(spec.finish(run, options), **shared)
+        own = spec.finish(run, options)
+        return self._result_of(data, run, coef=own.coef, intercept=own.intercept, log=own.log,
+                               warnings=own.warnings, extra=own.extra, **shared)
 
     def _adopt(self, result: FitResult, data: MultiTaskData) -> None:
         """Make ``result`` this estimator's ``result_``, with what every result records about

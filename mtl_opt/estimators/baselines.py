@@ -9,7 +9,7 @@ from ..formulations.least_squares import build_least_squares_model, ols, roundin
 from ..identifiability import identified_columns
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
-from ..solvers.method import NO_BOUND, SolverRun, final_status
+from ..solvers.method import NO_BOUND, SolverRun
 from ..solvers.sparse_methods import normalizing_root
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, MTLEstimator
@@ -53,7 +53,7 @@ class PerTaskOLS(MTLEstimator):
         fits = per_task_ols(data, self.fit_intercept)
         coef, intercept = split_intercept(fits.coef, self.fit_intercept)
         return _least_squares_result(
-            self.method, data, coef, intercept, sum(f.objective for f in fits.fits),
+            self, data, coef, intercept, sum(f.objective for f in fits.fits),
             sum(f.lower_bound for f in fits.fits) * (1 - rounding_factor(len(fits.fits))),
             "sum of per-task mean squared errors / 2")
 
@@ -100,21 +100,19 @@ class PooledOLS(MTLEstimator):
         stacked[stacked_mask(fitted[None, :], self.fit_intercept)[0]] = fit.coef
         coef, intercept = split_intercept(np.tile(stacked, (data.n_tasks, 1)), self.fit_intercept)
         return _least_squares_result(
-            self.method, data, coef, intercept, fit.objective, fit.lower_bound,
+            self, data, coef, intercept, fit.objective, fit.lower_bound,
             "pooled mean squared error / 2",
             warnings=unfitted_warnings(~fitted, data.feature_names, "in the pooled data"))
 
 
-def _least_squares_result(method, data, coef, intercept, objective, lower, objective_name,
+def _least_squares_result(estimator, data, coef, intercept, objective, lower, objective_name,
                           warnings=()):
     source = "least-squares distance bound, safe in float64" if lower is not None else f"{NO_BOUND}: none given"
-    return FitResult(
-        method=method, coef=coef, intercept=intercept, objective=objective, lower_bound=lower,
-        status=final_status(SolverRun(coef, objective, lower, native={"bound": source}), LS_REL_GAP),
-        objective_name=objective_name, bound_source=source, solver="numpy/scipy",
-        algorithm="ols", backend=None,
-        solver_version=np.__version__, task_names=list(data.task_names),
-        feature_names=list(data.feature_names), warnings=list(warnings))
+    run = SolverRun(coef, objective, lower, native={"bound": source, "solver": "numpy/scipy",
+                                                    "solver_version": np.__version__})
+    return estimator._result_of(data, run, coef=coef, intercept=intercept, rel_gap=LS_REL_GAP,
+                                objective_name=objective_name, algorithm="ols", backend=None,
+                                warnings=warnings)
 
 
 def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
@@ -150,7 +148,7 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
                          for w, X, y, c, b in zip(weights, data.Xs, data.ys, coef, intercept)))
 
     def finish(run, options):
-        return _least_squares_result(estimator.method, data, *run.estimate, run.objective,
+        return _least_squares_result(estimator, data, *run.estimate, run.objective,
                                      run.lower_bound, "")
 
     return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,

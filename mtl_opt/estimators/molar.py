@@ -17,7 +17,6 @@ from ..params import validate_params
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from ..deadline import Deadline
-from ..solvers.method import final_status
 from ..solvers.molar import SIGMA, MolarFit, median_problem, molar_fit, noise_levels
 from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
@@ -220,13 +219,9 @@ class MOLAR(MTLEstimator):
         self.global_coef_, self.global_intercept_ = global_split[0][0], float(global_split[1][0])
         self.sigma_ = fit.sigma
         self.molar_fit_ = fit
-        return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=median.objective,
-            lower_bound=median.lower_bound, status=final_status(median, options.rel_gap),
-            objective_name="weighted-median objective", bound_source=median.native["bound"],
-            solver=median.native["solver"], solver_version=median.native["solver_version"], log=log,
-            native=median.native, algorithm=algorithm, backend=backend,
-            task_names=list(data.task_names), feature_names=list(data.feature_names),
+        return self._result_of(
+            data, median, coef=coef, intercept=intercept, rel_gap=options.rel_gap,
+            objective_name="weighted-median objective", log=log, algorithm=algorithm, backend=backend,
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,

@@ -10,9 +10,11 @@ import numpy as np
 import sklearn
 
 from ..data import MultiTaskData
-from ..result import FitResult
+from ..result import FitResult, Status
 from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, TRIMMING, lasso_coefs, ml_coefs, rm_coefs
 from ..solvers.least_squares import fitted_columns
+from ..solvers.method import NO_BOUND, SolverRun
+from ..solvers.options import SolveOptions
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 
 __all__ = ["CenteredEstimator", "MedianLasso", "PerTaskLasso", "RobustMultitask"]
@@ -38,13 +40,13 @@ class CenteredEstimator(MTLEstimator):
             self.global_coef_ = extra["global_coef"] = global_coef
         resid = [y - X @ b - b0 for X, y, b, b0 in zip(data.Xs, data.ys, coef, intercept)]
         objective = float(sum(r @ r / (2 * len(r)) for r in resid))
-        return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=objective,
-            lower_bound=None, status="heuristic",
+        run = SolverRun(coef, objective, None, Status.CONVERGED, native={
+            "solver": "scikit-learn Lasso", "solver_version": sklearn.__version__,
+            "bound": f"{NO_BOUND}: the LASSO-based estimators have no certificate"})
+        return self._result_of(
+            data, run, coef=coef, intercept=intercept, rel_gap=SolveOptions().rel_gap,
             objective_name="sum of per-task mean squared errors / 2 (no certificate)",
-            solver="scikit-learn Lasso", solver_version=sklearn.__version__,
-            algorithm=self.algorithm, backend=None,
-            task_names=list(data.task_names), feature_names=list(data.feature_names), extra=extra)
+            algorithm=self.algorithm, backend=None, extra=extra)
 
 
 class PerTaskLasso(CenteredEstimator):

@@ -45,7 +45,6 @@ from ..solvers.least_squares import (
     task_designs,
     unfitted_warnings,
 )
-from ..solvers.method import final_status
 from ..solvers.molar import molar_fit
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
@@ -187,13 +186,11 @@ class MOLARLogistic(MTLEstimator):
         global_coef, global_intercept = split_intercept(median.estimate[None, :], self.fit_intercept)
         self.global_coef_, self.global_intercept_ = global_coef[0], float(global_intercept[0])
         self.mle_coef_ = split_intercept(fit.local, self.fit_intercept)[0]
-        return FitResult(
-            method=self.method, coef=coef, intercept=intercept, objective=median.objective,
-            lower_bound=median.lower_bound, status=final_status(median, SolveOptions().rel_gap),
-            objective_name="weighted-median objective", bound_source=median.native["bound"],
+        return self._result_of(
+            data, median, coef=coef, intercept=intercept, rel_gap=SolveOptions().rel_gap,
+            objective_name="weighted-median objective",
             solver=f"scikit-learn lbfgs + {median.native['solver']}", solver_version=sklearn.__version__,
-            algorithm=self.algorithm, backend=None,
-            log=fit.log, task_names=list(data.task_names), feature_names=list(data.feature_names),
+            algorithm=self.algorithm, backend=None, log=fit.log,
             warnings=unfitted_warnings(~fit.used[:, int(self.fit_intercept):].any(axis=0),
                                        data.feature_names, "in every task"),
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,

@@ -16,7 +16,6 @@ from ..result import FitResult
 from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
-from ..solvers.method import final_status
 from ..solvers.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
 from ..solvers.options import SolveOptions
 from ..solvers.sparse_methods import METHODS, NAMES, choose, normalizing_root, resolve, run_exact
@@ -252,14 +251,15 @@ class SparseMTL(MTLEstimator):
         if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export
             raise InvalidParameterError(f"no {kind} model for this problem, as fit with "
                                         f"algorithm={method.name!r} refuses it: {refusal}")
-        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)[0]
+        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search).coef
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
         on the normalized twin of the fitted problem, M proven from the bcd answer."""
         problem, scaler, std_data = self._checked_problem(data)
-        incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
+        warm = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
+        incumbent = warm.coef
         root = normalizing_root(problem.objective(incumbent)) or 1.0
         twin = problem.scaled(root)
         model = miqp_model(twin, incumbent / root)
@@ -289,7 +289,7 @@ class SparseMTL(MTLEstimator):
             return np.where(z > 0.5, beta, 0.0) * root, z > 0.5
 
         def finish(run, options):
-            self.n_iter_ = n_iter
+            self.n_iter_ = warm.n_iter
             B, z = run.estimate
             return self._result(problem, scaler, std_data, dataclasses.replace(run, estimate=B, support=z),
                                 METHODS["miqp"], "scip", options)
@@ -330,16 +330,12 @@ class SparseMTL(MTLEstimator):
         coef, intercept_orig = (scaler.coef_to_original(B, intercept) if scaler
                                 else (B.copy(), intercept))
         self.support_ = z
-        return FitResult(
-            method=self.method, coef=coef, intercept=intercept_orig,
-            objective=problem.objective(B, z), lower_bound=run.lower_bound,
-            status=final_status(run, options.rel_gap),
+        return self._result_of(
+            data, run, coef=coef, intercept=intercept_orig, objective=problem.objective(B, z),
+            rel_gap=options.rel_gap,
             objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
-            bound_source=run.native.get("bound"),
             solver=f"{method.name} ({run.native['solver']})",
             algorithm=method.name, backend=method.backend_for(backend),
-            solver_version=run.native["solver_version"], log=run.log, native=run.native,
-            task_names=list(data.task_names), feature_names=list(data.feature_names),
             extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})
 
 

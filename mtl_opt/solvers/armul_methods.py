@@ -3,7 +3,7 @@
 ``ARMUL`` looks its ``algorithm=`` up here (``method.lookup``), asks the method to
 ``refuse`` in ``check`` (so ``mtl-opt validate`` refuses before any work) and runs it
 through ``Method.solve``.  A method sees the problem with its structure
-(``StructuredProblem``); its run's estimate is a ``prox.ProxRun`` (per-task
+(``StructuredProblem``); its run's estimate is a ``prox.ArmulEstimate`` (per-task
 coefficients, centers, and the labels or basis of the structure).
 """
 
@@ -77,10 +77,9 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
                                    rel_gap=options.rel_gap, deadline=deadline)
     else:
         run = prox.lowrank_armul(armul, k, anchors, rel_gap=options.rel_gap, deadline=deadline)
-    return SolverRun(run, run.objective, run.lower_bound, run.status, run.log,
-                     {"solver": "prox (mtl_opt)", "solver_version": __version__,
-                      "bound": "dual feasible point from the iterate" if run.lower_bound is not None
-                      else f"none: {problem.structure} ARMUL by alternating prox is a heuristic"})
+    return run.solver_run({"solver": "prox (mtl_opt)", "solver_version": __version__,
+                           "bound": "dual feasible point from the iterate" if run.lower_bound is not None
+                           else f"none: {problem.structure} ARMUL by alternating prox is a heuristic"})
 
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,

@@ -16,10 +16,10 @@ from ..formulations.armul import ArmulProblem
 from . import prox
 from .armul_partitions import MAX_TASKS, enumerate_partitions
 from .backends import get_backend
-from .method import SolverRun, stop_of
+from .method import SolverRun
 from .options import SolveOptions
 from .progress import Progress
-from .prox import ProxRun
+from .prox import ArmulEstimate
 from .user_model import indexed_values
 
 #: Share of the time limit the backend gets on clustered ARMUL when the partitions are
@@ -30,8 +30,8 @@ SOLVER_SHARE = 0.7
 def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                 options: SolveOptions, deadline: Deadline,
                 backend_name: str = "scip", progress: Progress | None = None,
-                heuristic: ProxRun | None = None) -> SolverRun:
-    """The backend's (SCIP by default) solution (a ``ProxRun`` as the run's estimate) and a
+                heuristic: ArmulEstimate | None = None) -> SolverRun:
+    """The backend's (SCIP by default) solution (an ``ArmulEstimate``) and a
     bound, whose source is ``native["bound"]``.  Never the backend's own bound (its cone
     tolerances are absolute): vanilla (convex), our safe dual bound at its point, polished by
     FISTA (``polished``); clustered, the partitions of the tasks (``certified_clusters``), with
@@ -56,7 +56,8 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
                           f"raise time_limit or use algorithm='prox'.")
     if out.has_solution:
         theta, centers, extra = read_solution(model, problem, structure)
-    if heuristic is not None and (not out.has_solution or heuristic.objective < problem.objective(theta, centers)):
+    if heuristic is not None and (not out.has_solution or problem.objective(heuristic.theta, heuristic.centers)
+                                  < problem.objective(theta, centers)):
         theta, centers, extra = heuristic.theta, heuristic.centers, dict(heuristic.extra)
     objective = problem.objective(theta, centers)
     if structure == "vanilla":
@@ -66,13 +67,11 @@ def solve_exact(problem: ArmulProblem, structure: str, n_components: int | None,
         theta, centers, extra, bound, source = certified_clusters(
             problem, n_components, theta, centers, extra, deadline, options.rel_gap, progress.update)
         objective = problem.objective(theta, centers)
-    stop = stop_of(out.status)   # the backend's gap is not ours: final_status measures ours
     progress.update(objective, bound, out.native["nodes"], force=True)
-    estimate = ProxRun(theta, centers, objective, bound, stop, 0, progress.rows,
-                       {**extra, "native": dict(out.native)})
-    return SolverRun(estimate, objective, bound, stop, progress.rows,
-                     {"solver": out.solver, "solver_version": out.solver_version, "bound": source,
-                      "nodes": out.native["nodes"]})
+    # the backend's gap is not ours: final_status measures ours
+    return SolverRun(ArmulEstimate(theta, centers, extra), objective, bound, out.status, progress.rows,
+                     {**out.native, "solver": out.solver, "solver_version": out.solver_version,
+                      "bound": source})
 
 
 def read_solution(model, problem: ArmulProblem, structure: str):

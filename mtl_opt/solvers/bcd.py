@@ -35,6 +35,7 @@ Without constraints none of this runs.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -56,11 +57,21 @@ BOUNDED_TRIES = 10
 NUDGE = 1e-300
 
 
+@dataclass
+class BcdRun:
+    """What ``fit_bcd`` returns: the coefficients (K, p) of its best start, their log and the
+    IHT sweeps run."""
+
+    coef: np.ndarray
+    log: list
+    n_iter: int
+
+
 @one_blas_thread
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
             tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000,
-            deadline: Deadline | None = None):
-    """Run the heuristic; returns (B, log, n_iter) for the best of its starts.
+            deadline: Deadline | None = None) -> BcdRun:
+    """Run the heuristic; returns the ``BcdRun`` of the best of its starts.
 
     With ``init`` (K, p) that is the only start.  Without, the starts are
     zeros and, as in the reference code, the solution of the relaxed problem
@@ -80,7 +91,7 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
                                        deadline)
     if init is not None:
-        return _marked(run(problem, _project(problem, np.array(init, dtype=float))), deadline, clock)
+        return BcdRun(*_marked(run(problem, _project(problem, np.array(init, dtype=float))), deadline, clock))
     zeros = np.zeros((problem.n_tasks, problem.n_features))
     wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
     starts = [zeros, _project(problem, _descend(wide, zeros, max_iter, tol, False, 0, clock, deadline)[0])]
@@ -90,9 +101,9 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
         # (side constraints may rule a shared support out)
         if shared.side.admits(shared.s, shared.allowed, shared.common_support):
             starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
-                                  max_swaps=max_swaps, deadline=deadline)[0])
+                                  max_swaps=max_swaps, deadline=deadline).coef)
     runs = [run(problem, start) for start in starts]
-    return _marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock)
+    return BcdRun(*_marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock))
 
 
 def _marked(run, deadline, clock):

@@ -15,15 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidParameterError
-from ..result import checked_bound, relative_gap
+from ..result import STOPS, Status, checked_bound, relative_gap
 from .backends import pick_backend
-
-#: Why a solver run stopped.  ``converged``: on the method's own criterion (a gap it was
-#: asked for, an exhausted tree, a fixed point, a backend's own gap, a master repeating
-#: itself); ``time_limit`` / ``iteration_limit``: a budget ran out first; ``infeasible``:
-#: proven to have no solution; ``error``: the backend failed.  Whether a converged run is
-#: ``optimal`` is decided by ``final_status`` from the bound, never by the method.
-STOPS = ("converged", "time_limit", "iteration_limit", "infeasible", "error")
 
 #: Keys of every exact run's ``SolverRun.log`` rows (``solvers.progress``: one row format on every
 #: path, a row at least every ``progress.EVERY`` seconds): ``time`` (s since the run began),
@@ -40,7 +33,8 @@ NO_BOUND = "none"
 @dataclass
 class SolverRun:
     """What a solve function returns: the estimate, its objective, a proven lower bound
-    (or None), why the run stopped (``STOPS``), its log (``LOG_KEYS``), the native
+    (or None), why the run stopped (``stop``: one of ``result.STOPS``, a backend's status as it
+    is or ``converged``, the method's own criterion met), its log (``LOG_KEYS``), the native
     figures of the solver (``native["solver"]`` and ``["solver_version"]`` name it) and, for
     an estimate with binary indicators (the sparse family's z), the indicators the objective
     was evaluated at (None: the estimate's nonzeros).  A run without a bound says why in
@@ -49,43 +43,39 @@ class SolverRun:
     estimate: Any
     objective: float
     lower_bound: float | None = None
-    stop: str = "converged"
+    stop: Status = Status.CONVERGED
     log: list = field(default_factory=list)
     native: dict = field(default_factory=dict)
     support: Any = None
 
     def __post_init__(self):
         if self.stop not in STOPS:
-            raise ValueError(f"SolverRun.stop must be one of {STOPS}; got {self.stop!r}.")
+            raise ValueError(f"SolverRun.stop must be one of {', '.join(map(str, STOPS))}; "
+                             f"got {self.stop!r}.")
+        self.stop = Status(self.stop)
         if self.lower_bound is None and not str(self.native.get("bound") or "").startswith(NO_BOUND):
             raise ValueError(f"a SolverRun without a lower bound says why in native['bound'] "
                              f"('{NO_BOUND}: ...'); got {self.native.get('bound')!r}.")
 
 
-def stop_of(backend_status: str) -> str:
-    """A backend's status (``backends.STATUSES``) as a ``SolverRun.stop``: the backend's own
-    ``optimal`` or ``gap_limit`` is its criterion met (our gap is measured by ``final_status``)."""
-    if backend_status in ("optimal", "gap_limit"):
-        return "converged"
-    return backend_status if backend_status in STOPS else "error"
-
-
-def final_status(run: SolverRun, rel_gap: float) -> str:
+def final_status(run: SolverRun, rel_gap: float) -> Status:
     """The ``FitResult`` status of ``run``: the only place that says ``optimal``.
 
-    ``infeasible`` and ``error`` stand; otherwise ``optimal`` when the bound that passes
-    ``checked_bound`` proves a relative gap <= ``rel_gap``; without such a bound ``heuristic``
-    for a converged run; with a wider gap ``gap_limit`` for a converged run; else the budget
-    that ran out (``time_limit``, ``iteration_limit``).
+    ``infeasible`` stands, and ``error`` (also for a backend's ``unbounded``: no objective of
+    mtl_opt is); otherwise ``optimal`` when the bound that passes ``checked_bound`` proves a
+    relative gap <= ``rel_gap``; else the budget that ran out (``time_limit``,
+    ``iteration_limit``); else the run met its own criterion (``converged``, or a backend's own
+    ``optimal`` or ``gap_limit``, whose gap is not ours): ``heuristic`` without such a bound,
+    ``gap_limit`` with a wider gap.
     """
-    if run.stop in ("infeasible", "error"):
-        return run.stop
+    if run.stop in (Status.INFEASIBLE, Status.ERROR, Status.UNBOUNDED):
+        return Status.INFEASIBLE if run.stop is Status.INFEASIBLE else Status.ERROR
     gap = relative_gap(run.objective, checked_bound(run.objective, run.lower_bound)[0])
     if gap is not None and gap <= rel_gap:
-        return "optimal"
-    if run.stop != "converged":
+        return Status.OPTIMAL
+    if run.stop in (Status.TIME_LIMIT, Status.ITERATION_LIMIT):
         return run.stop
-    return "heuristic" if gap is None else "gap_limit"
+    return Status.HEURISTIC if gap is None else Status.GAP_LIMIT
 
 
 @dataclass(frozen=True)

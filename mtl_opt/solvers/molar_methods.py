@@ -15,8 +15,9 @@ import numpy as np
 from ..deadline import Deadline
 from ..errors import SolverError
 from ..formulations import molar as formulation
+from ..result import Status
 from .backends import pick_backend
-from .method import Method, SolverRun, lookup, stop_of
+from .method import Method, SolverRun, lookup
 from .options import SolveOptions
 from .progress import Progress
 
@@ -41,7 +42,7 @@ def _point_bound(problem: MedianProblem, z) -> tuple[float, str]:
 def _closed_form(problem: MedianProblem, incumbent, options, deadline, backend) -> SolverRun:
     z = formulation.weighted_median(problem.values, problem.weights, axis=0)
     bound, source = _point_bound(problem, z)
-    return SolverRun(z, problem.objective(z), bound, "converged", [],
+    return SolverRun(z, problem.objective(z), bound, Status.CONVERGED, [],
                      {"solver": "numpy", "solver_version": np.__version__, "bound": source, "nodes": 0})
 
 
@@ -64,13 +65,13 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
     run = backend.solve(model, "lp", options, deadline=deadline, progress=progress.heartbeat)
     native = {**run.native, "solver": run.solver, "solver_version": run.solver_version}
     if not run.has_solution:
-        if run.status != "time_limit":
+        if run.status is not Status.TIME_LIMIT:
             raise SolverError(
                 f"{run.solver} returned no solution for the weighted-median LP (status {run.status}); "
                 f"try algorithm='closed_form' or another backend.")
         z = formulation.weighted_median(local, weights, axis=0)
         progress.update(problem.objective(z), None, 0, force=True)
-        return SolverRun(z, problem.objective(z), None, "time_limit", progress.rows,
+        return SolverRun(z, problem.objective(z), None, Status.TIME_LIMIT, progress.rows,
                          {**native, "bound": "none: the LP stopped before a solution; the estimate "
                                              "is the closed-form median"})
     M, d = local.shape
@@ -89,7 +90,7 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
                        f"{run.solver} LP duals made dual feasible"))
     bound, source = max(bounds)
     progress.update(problem.objective(z), bound, 0, force=True)
-    return SolverRun(z, problem.objective(z), bound, stop_of(run.status), progress.rows,
+    return SolverRun(z, problem.objective(z), bound, run.status, progress.rows,
                      {**native, "bound": source})
 
 

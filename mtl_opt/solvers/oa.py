@@ -30,7 +30,7 @@ from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, bu
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
-from .method import SolverRun, stop_of
+from .method import SolverRun
 from ..deadline import Deadline
 from .options import SolveOptions
 from .progress import Progress
@@ -120,7 +120,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
             break
         key = support.tobytes()
         if key in seen:  # the master repeats a support: its tolerance is the limit
-            stop = stop_of(run.status)
+            stop = run.status
             break
         seen.add(key)
         add_cut(master, perspective_cut(problem, B))

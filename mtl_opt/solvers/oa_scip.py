@@ -27,12 +27,12 @@ import pyomo.environ as pyo
 
 from ..errors import SolverError
 from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut, zbar_penalty
-from ..result import relative_gap
+from ..result import Status, relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from .backends.base import ticking
 from .backends.scip import event_watcher
 from ..deadline import Deadline
-from .method import SolverRun, stop_of
+from .method import SolverRun
 from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, fitted_options, initial_master
 from .options import SolveOptions
 from .progress import Progress
@@ -95,7 +95,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     upper = handler.upper
     raise_if_interrupted(backend.label, scip.getStatus())
     # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
-    stop = stop_of(backend.STATUS.get(scip.getStatus(), "error")) if started else "time_limit"
+    stop = backend.STATUS.get(scip.getStatus(), Status.ERROR) if started else Status.TIME_LIMIT
     progress.update(upper, lower, scip.getNNodes(), force=True, cuts=handler.n_cuts,
                     master_status=scip.getStatus())
     native = {"solver": "SCIP single-tree", "solver_version": backend.version(),

@@ -23,28 +23,45 @@ import numpy as np
 
 from ..deadline import Deadline
 from ..formulations.armul import ArmulProblem
+from ..result import Status
 from .glm import group_fit, newton_glm, solve_psd, task_fits, task_rows
+from .method import SolverRun
 
 #: Weight a of the step metric: ||v + b||^2 <= (1 + a) ||v||^2 + (1 + 1/a) ||b||^2.
 METRIC_SPLIT = 0.25
 
 
 @dataclass
-class ProxRun:
-    """A solver run: estimates, value, proven bound (or None), status and a log.
+class ArmulEstimate:
+    """An ARMUL estimate: the task coefficients, the center of every task and what its structure
+    adds (``extra``: a clustered fit's ``centers`` table and ``labels``, a low-rank fit's
+    ``basis``).  The estimate of every ARMUL ``SolverRun``."""
 
-    ``status``: a ``method.STOPS`` (``converged``: the run's own criterion met;
-    ``method.final_status`` decides whether that is ``optimal``), or ``heuristic`` for the
-    baselines' local searches."""
+    theta: np.ndarray            # (m, d)
+    centers: np.ndarray          # (m, d): the center gamma_j of every task
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class ProxRun:
+    """What a routine here returns: estimates, value, proven bound (or None), why it stopped
+    (``status``: one of ``result.STOPS``; ``converged``: its own criterion met, and
+    ``method.final_status`` decides whether that is ``optimal``), iterations and a log."""
 
     theta: np.ndarray
     centers: np.ndarray          # (m, d): the center gamma_j of every task
     objective: float
     lower_bound: float | None
-    status: str
+    status: Status
     n_iter: int
     log: list = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+
+    def solver_run(self, native: dict) -> SolverRun:
+        """This run as the ``SolverRun`` of a method: its estimate an ``ArmulEstimate``, its
+        iterations ``native["n_iter"]`` beside ``native`` (solver, version, the bound's source)."""
+        return SolverRun(ArmulEstimate(self.theta, self.centers, self.extra), self.objective,
+                         self.lower_bound, self.status, self.log, {**native, "n_iter": self.n_iter})
 
 
 def block_soft_threshold(V: np.ndarray, tau: np.ndarray) -> np.ndarray:
@@ -75,7 +92,7 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
     cap = problem.w * problem.lam
     V = theta - offset(center)
     Vy, cy, t = V, center, 1.0
-    best, log, status = -math.inf, [], "iteration_limit"
+    best, log, status = -math.inf, [], Status.ITERATION_LIMIT
     for it in range(1, max_iter + 1):
         G = problem.w[:, None] * problem.grads(offset(cy) + Vy)
         V_new = block_soft_threshold(Vy - step_v[:, None] * G, cap * step_v)
@@ -97,10 +114,10 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
         log.append({"iter": it, "objective": objective, "lower_bound": best,
                     "rel_gap": gap / max(abs(objective), 1e-300)})
         if gap <= rel_gap * abs(objective):  # relative, no absolute floor: scale-free
-            status = "converged"
+            status = Status.CONVERGED
             break
         if deadline.expired():
-            status = "time_limit"
+            status = Status.TIME_LIMIT
             break
     return ProxRun(theta, np.broadcast_to(offset(center), (m, d)).copy(), objective,
                    None if best == -math.inf else best, status, it, log)
@@ -167,10 +184,10 @@ def clustered_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, rng, *, 
             labels = new_labels
         objective = problem.objective(theta, centers[labels])
         if best is None or objective < best.objective:
-            best = ProxRun(theta.copy(), centers[labels], objective, None, "converged", rounds,
+            best = ProxRun(theta.copy(), centers[labels], objective, None, Status.CONVERGED, rounds,
                            extra={"centers": centers.copy(), "labels": labels})
         best.log.append({"start": start, "objective": objective, "rounds": rounds})
-    best.status = "time_limit" if deadline.expired() else "converged"
+    best.status = Status.TIME_LIMIT if deadline.expired() else Status.CONVERGED
     return best
 
 
@@ -207,7 +224,7 @@ def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap
         if previous - objective <= tol * abs(objective) or deadline.expired():
             break
         previous = objective
-    status = "time_limit" if deadline.expired() else "converged"
+    status = Status.TIME_LIMIT if deadline.expired() else Status.CONVERGED
     return ProxRun(theta, gamma, objective, None, status, rounds, log, {"basis": basis})
 
 
@@ -228,7 +245,7 @@ def clustered_mtl(problem: ArmulProblem, k: int, anchors, rng, *, n_init=10, max
         theta = centers[labels]
         objective = zero.objective(theta, theta)
         if best is None or objective < best.objective:
-            best = ProxRun(theta, theta, objective, None, "heuristic", rounds,
+            best = ProxRun(theta, theta, objective, None, Status.CONVERGED, rounds,
                            extra={"centers": centers.copy(), "labels": labels})
     return best
 
@@ -268,4 +285,4 @@ def lowrank_mtl(problem: ArmulProblem, k: int, anchors, *, max_rounds=500, tol=1
         if previous - objective <= tol * abs(objective):
             break
         previous = objective
-    return ProxRun(theta, theta, objective, None, "heuristic", rounds, extra={"basis": B})
+    return ProxRun(theta, theta, objective, None, Status.CONVERGED, rounds, extra={"basis": B})

@@ -21,6 +21,7 @@ from .. import __version__
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
+from ..result import Status
 from .backends import pick_backend
 from . import bnb_scope
 from .bcd import cut_short, fit_bcd
@@ -79,12 +80,12 @@ def _bnb_scope(problem: SparseProblem, backend) -> str | None:
 
 
 def _bcd(problem, incumbent, options, deadline, backend, *, max_iter=1000, local_search=True):
-    B, log, n_iter = fit_bcd(problem, incumbent, max_iter=max_iter, local_search=local_search,
-                             deadline=deadline)
-    B, z = problem.completed_point(B)
+    run = fit_bcd(problem, incumbent, max_iter=max_iter, local_search=local_search, deadline=deadline)
+    B, z = problem.completed_point(run.coef)
     # cut short by the deadline, its best answer so far is not bcd's finished answer
-    return SolverRun(B, problem.objective(B, z), None, "time_limit" if cut_short(log) else "converged", log,
-                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": n_iter, "nodes": 0,
+    stop = Status.TIME_LIMIT if cut_short(run.log) else Status.CONVERGED
+    return SolverRun(B, problem.objective(B, z), None, stop, run.log,
+                     {"solver": "mtl_opt", "solver_version": __version__, "n_iter": run.n_iter, "nodes": 0,
                       "bound": "none: bcd is a heuristic"}, z)
 
 
@@ -185,14 +186,14 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
     if root is None and not problem.feasible(incumbent):   # F = 0 there proves nothing
         root = 1.0
     if root is None:   # F >= 0 everywhere, so a feasible incumbent with F = 0 is optimal
-        return SolverRun(incumbent, 0.0, 0.0, "converged", [],
+        return SolverRun(incumbent, 0.0, 0.0, Status.CONVERGED, [],
                          {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
                           "bound": "F >= 0, and F = 0 at the incumbent"})
     progress = Progress(options.verbose, scale=root**2)
     run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend,
                                 progress=progress), root)
     run.native["bound"] = method.bound_source
-    if run.stop != "infeasible" and (run.lower_bound is None or run.lower_bound <= 0):
+    if run.stop is not Status.INFEASIBLE and (run.lower_bound is None or run.lower_bound <= 0):
         run.lower_bound = 0.0
         run.native["bound"] = (f"trivial bound (F >= 0; stopped before the {method.bound_source} "
                                f"rose above 0)")

@@ -34,8 +34,9 @@ import pyomo.environ as pyo
 
 from ..errors import CapabilityError, InvalidParameterError
 from ..formulations.sparse import dual_bound_margin
+from ..result import Status
 from .backends import pick_backend
-from .method import NO_BOUND, SolverRun, stop_of
+from .method import NO_BOUND, SolverRun
 from .oa import exact_options, miqp_options
 from .progress import Progress
 
@@ -204,23 +205,24 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
               "objective_name": OWN_OBJECTIVE if ours
               else f"user objective {objective.name!r} (model scale)" if objective is not spec.objective_component
               else f"the model's objective {objective.name!r} as edited (model scale)"}
-    stop = stop_of(out.status)
     if not out.has_solution:
         native["bound"] = f"{NO_BOUND}: {out.solver} found no solution ({out.status})"
         if out.status == "infeasible" and boxed:   # proven only inside the box, unless ...
             if _contradictory(spec, backend, tuned, deadline):
                 native["infeasible"] = ("proven without the Big-M box: the rows contradict each "
                                         "other whatever the coefficients")
-                return SolverRun(None, math.nan, None, "infeasible", progress.rows, native)
+                return SolverRun(None, math.nan, None, Status.INFEASIBLE, progress.rows, native)
             native["infeasible"] = (f"no solution with F / objective_scale <= {spec.bound_cap!r} "
                                     f"(the level the widest box was proven for); beyond it "
                                     f"nothing is proven")
-            return SolverRun(None, math.nan, None, "iteration_limit", progress.rows, native)
+            return SolverRun(None, math.nan, None, Status.ITERATION_LIMIT, progress.rows, native)
         if out.status == "infeasible":
             native["infeasible"] = ("the backend proved the edited model infeasible: its rows "
                                     "contradict each other; remove or relax the rows you added")
-            return SolverRun(None, math.nan, None, "infeasible", progress.rows, native)
-        return SolverRun(None, math.nan, None, stop if stop != "converged" else "error", progress.rows, native)
+            return SolverRun(None, math.nan, None, Status.INFEASIBLE, progress.rows, native)
+        # stopped on its own criterion, yet without a solution: a failure
+        failed = out.status in (Status.OPTIMAL, Status.GAP_LIMIT)
+        return SolverRun(None, math.nan, None, Status.ERROR if failed else out.status, progress.rows, native)
     margin = dual_bound_margin(_bound_mass(spec.model), backend.dual_tolerance(tuned))
     bound = None if out.bound is None else out.bound - margin
     if bound is None:
@@ -228,12 +230,12 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
     estimate = spec.decode(spec.model)
     if not ours:
         progress.update(float(pyo.value(objective)), bound, out.native["nodes"], force=True)
-        return SolverRun(estimate, float(pyo.value(objective)), bound, stop, progress.rows, native)
+        return SolverRun(estimate, float(pyo.value(objective)), bound, out.status, progress.rows, native)
     if bound is not None and spec.bound_cap is not None:
         bound = min(bound, spec.bound_cap)
     bound = None if bound is None else bound * spec.objective_scale
     progress.update(spec.objective(estimate), bound, out.native["nodes"], force=True)
-    return SolverRun(estimate, spec.objective(estimate), bound, stop, progress.rows, native)
+    return SolverRun(estimate, spec.objective(estimate), bound, out.status, progress.rows, native)
 
 
 def _nargs(expr) -> int:

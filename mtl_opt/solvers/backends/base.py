@@ -9,9 +9,9 @@ Pyomo's ``contrib.solver`` (see STYLE.md sections 2, 3 and 5):
 - common options (``SolveOptions``) become native options in one function
   per adapter, ``solver_options`` last;
 - the native status goes through one dict per adapter into mtl_opt's
-  vocabulary (``STATUSES``), never merging ``gap_limit`` into ``optimal`` or
-  ``time_limit`` into anything; an unknown status becomes ``error`` with a
-  logged warning;
+  vocabulary (``result.Status``, its group ``BACKEND_STATUSES``), never merging
+  ``gap_limit`` into ``optimal`` or ``time_limit`` into anything; an unknown
+  status becomes ``error`` with a logged warning;
 - ``BackendResult.bound`` is the solver's dual bound, never its incumbent,
   and gaps use ``mtl_opt.result.relative_gap``, the one definition in mtl_opt.
 
@@ -46,7 +46,7 @@ from mtl_opt.errors import (
     SolverError,
     SolverUnavailableError,
 )
-from mtl_opt.result import absolute_gap, relative_gap
+from mtl_opt.result import BACKEND_STATUSES as STATUSES, Status, absolute_gap, relative_gap
 from mtl_opt.deadline import Deadline, DeadlineReached
 from mtl_opt.solvers.options import SolveOptions
 
@@ -60,13 +60,6 @@ QCP, MIQCP, NLP = "qcp", "miqcp", "nlp"
 LAZY_CUTS = "lazy_cuts"
 PROBLEM_CLASSES = (LP, MILP, QP, MIQP, QCP, MIQCP, NLP)
 CAPABILITIES = PROBLEM_CLASSES + (LAZY_CUTS,)
-
-#: Every status a backend reports.  ``gap_limit``: stopped because the
-#: solver's own gap reached ``rel_gap``/``abs_gap`` (SCIP says so; HiGHS
-#: reports ``optimal`` then).  ``iteration_limit``: any count limit (nodes,
-#: iterations, solutions).
-STATUSES = ("optimal", "gap_limit", "time_limit", "iteration_limit", "infeasible",
-            "unbounded", "error")
 
 #: Other ways out, added to a CapabilityError's message.
 _WORKAROUNDS = {MIQP: "solver='oa' which needs only a MILP solver"}
@@ -91,8 +84,10 @@ class BackendResult:
 
     Attributes
     ----------
-    status : str
-        One of ``STATUSES``.
+    status : Status
+        One of ``result.BACKEND_STATUSES`` (``gap_limit``: stopped because the solver's own
+        gap reached ``rel_gap``/``abs_gap``; SCIP says so, HiGHS reports ``optimal`` then;
+        ``iteration_limit``: any count limit: nodes, iterations, solutions).
     has_solution : bool
         Whether a feasible point was found; if so it is loaded into the model.
     objective : float or None
@@ -115,7 +110,7 @@ class BackendResult:
         ``termination_condition`` (Pyomo's).
     """
 
-    status: str
+    status: Status
     has_solution: bool
     objective: float | None
     bound: float | None
@@ -153,7 +148,7 @@ class Backend(abc.ABC):
     module: ClassVar[str]  # the Python package of the solver, e.g. "highspy"
     install_hint: ClassVar[str]  # how to install ``module``, said when it is missing
     capabilities: ClassVar[frozenset[str]]
-    STATUS: ClassVar[Mapping[str, str]]  # native status -> one of STATUSES
+    STATUS: ClassVar[Mapping[str, Status]]  # native status -> one of STATUSES
     #: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself, so Python
     #: never saw it (``raise_if_interrupted``).
     INTERRUPTED: ClassVar[frozenset[str]] = frozenset()
@@ -173,8 +168,12 @@ class Backend(abc.ABC):
     _session: tuple | None = None  # (model, Pyomo solver) kept by solve(persistent=True)
 
     def __init_subclass__(cls, **kwargs):
-        """Register the adapter under its ``name``: a new backend is one new module."""
+        """Register the adapter under its ``name``: a new backend is one new module.  Its
+        ``STATUS`` values become ``Status`` members (a name outside ``STATUSES`` fails here)."""
         super().__init_subclass__(**kwargs)
+        cls.STATUS = {native: Status(status) for native, status in cls.STATUS.items()}
+        if not set(cls.STATUS.values()) <= set(STATUSES):
+            raise TypeError(f"{cls.__name__}.STATUS maps to statuses outside {STATUSES}.")
         BACKENDS[cls.name] = cls
 
     # --- what the backend is and can do -------------------------------------
@@ -291,7 +290,7 @@ class Backend(abc.ABC):
         except DeadlineReached:
             self._session = None  # a translation cut short leaves a persistent solver out of step
             return BackendResult(
-                status="time_limit", has_solution=False, objective=None, bound=None,
+                status=Status.TIME_LIMIT, has_solution=False, objective=None, bound=None,
                 solver=self.label, solver_version=self.version(),
                 wall_time=time.perf_counter() - clock, problem_class=problem_class,
                 native={"status": "not started: the deadline passed first", "nodes": 0})
@@ -309,7 +308,7 @@ class Backend(abc.ABC):
         if status is None:
             logger.warning("%s returned unhandled status %r; reporting 'error'.",
                            self.label, native_status)
-            status = "error"
+            status = Status.ERROR
         has_solution = results.solution_status in (SolutionStatus.feasible,
                                                    SolutionStatus.optimal)
         if has_solution:
@@ -369,7 +368,7 @@ class Backend(abc.ABC):
         if result._results is None or result.solver != self.label:
             raise SolverError(f"load_duals needs a result of {self.label}.solve; "
                               f"got one from {result.solver}.")
-        if result.problem_class != LP or result.status != "optimal":
+        if result.problem_class != LP or result.status is not Status.OPTIMAL:
             raise SolverError(
                 "Duals exist only for an LP solved to optimality; this "
                 f"{result.problem_class.upper()} solve ended '{result.status}'."
