@@ -237,11 +237,12 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                                                f"before it found a solution")
             return self._result_of(data, run, coef=nan, intercept=nan[:, 0], **shared,
                                    warnings=[f"no estimate: {why}; coef and intercept are NaN."])
+        decoded = run   # what the estimator's own result is made from
         if run.native["objective_name"] != OWN_OBJECTIVE:   # its bound is not on F's scale
-            run = dataclasses.replace(run, lower_bound=None, native={
+            decoded = dataclasses.replace(run, lower_bound=None, native={
                 **run.native, "bound": f"{NO_BOUND}: the edited objective's bound is reported"})
         # the estimator's own result for the estimate; objective, bound and status are the run's
-        own = spec.finish(run, options)
+        own = spec.finish(decoded, options)
         return self._result_of(data, run, coef=own.coef, intercept=own.intercept, log=own.log,
                                warnings=own.warnings, extra=own.extra, **shared)
 
