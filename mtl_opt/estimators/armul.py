@@ -19,7 +19,7 @@ from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns
 from ..result import FitResult
 from ..solvers import glm, prox
-from ..solvers.armul_methods import METHODS, StructuredProblem
+from ..solvers.armul_methods import METHODS, STRUCTURES, StructuredProblem
 from ..solvers.armul_scip import read_solution
 from ..solvers.user_model import ModelSpec
 from ..solvers.method import SolverRun, final_status, lookup
@@ -305,7 +305,7 @@ class ARMUL(GLMTasks):
         return super()._global_model() if self.structure == "vanilla" else None
 
     def _uses_identified(self) -> bool:
-        return self.structure != "vanilla"   # for anchors and the clustered exact model's check
+        return STRUCTURES[self.structure].local_search   # anchors; the clustered model's check
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
@@ -328,7 +328,7 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the whole fit: model build and every restart
         method, structured = self._method(self._checked_problem(data), data)  # cheap, checked
         problem = structured.problem
-        anchors = self._anchors(problem) if self.structure != "vanilla" else None
+        anchors = self._anchors(problem) if STRUCTURES[self.structure].local_search else None
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter,
