@@ -239,14 +239,16 @@ class SparseMTL(MTLEstimator):
         if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export
             raise InvalidParameterError(f"no {kind} model for this problem, as fit with "
                                         f"algorithm={method.name!r} refuses it: {refusal}")
-        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)[0]
+        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
+                            deadline=Deadline())[0]   # no fit, no time limit
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
         on the normalized twin of the fitted problem, M proven from the bcd answer."""
         problem, scaler, std_data = self._checked_problem(data)
-        incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
+        incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
+                                       deadline=Deadline())   # the fit of the model is timed
         root = normalizing_root(problem.objective(incumbent)) or 1.0
         twin = problem.scaled(root)
         model = miqp_model(twin, incumbent / root)
