@@ -67,7 +67,7 @@ _CLUSTERED_MODEL = ("ARMUL(structure='clustered', algorithm='exact') needs the s
                    "c > 0 (the exact model's big-M comes from them); use algorithm='prox'.")
 
 
-def _full_rank_tasks(problem: StructuredProblem) -> str | None:
+def _clustered_scope(problem: StructuredProblem) -> str | None:
     """Why the clustered exact model's big-M is not proven (c = 0 or a rank-deficient task), or None."""
     if not np.all(problem.problem.lam > 0):
         return _CLUSTERED_MODEL
@@ -105,7 +105,7 @@ class Structure:
 #: ARMUL's structures (``formulations.armul.STRUCTURES``) -> what each decides.
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (
     Structure("vanilla", _fista, False, {"squared": QCP, "logistic": NLP}),
-    Structure("clustered", _clusters, True, {"squared": MIQCP}, _CLUSTERED_MODEL, _full_rank_tasks),
+    Structure("clustered", _clusters, True, {"squared": MIQCP}, _CLUSTERED_MODEL, _clustered_scope),
     Structure("lowrank", _subspace, True, {},
               "ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
               "nonconvex program SCIP's global search does not finish beyond toy sizes; use "

@@ -135,8 +135,8 @@ class Method:
             try:
                 get_backend(used).check(problem_class)
             except CapabilityError as exc:
-                return CapabilityError(f"algorithm={self.name!r} solves this problem as a "
-                                       f"{problem_class.upper()}: {exc}")
+                return CapabilityError(f"algorithm={self.name!r} needs {problem_class.upper()} "
+                                       f"here: {exc}")
         if backend is not None and backend not in self.backends:
             runs_on = ("mtl_opt itself (no backend)" if self.backends == (None,)
                        else " or ".join(repr(b) for b in self.backends))
