@@ -36,6 +36,7 @@ from mtl_opt.estimators.armul import cross_validate_armul
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.solvers.prox import block_soft_threshold, fista
 from mtl_opt.synthetic import armul_simulation
+from mtl_opt.deadline import Deadline
 
 PLAIN = {"fit_intercept": False, "standardize": False}
 #: Published-code means (100 seeds, epsilon = 0, set S) at delta = 0, 0.2, 0.5, 1.0.
@@ -89,7 +90,7 @@ def speed(seeds):
         sim = armul_simulation("vanilla", delta=1.0, seed=seed)
         problem = ArmulProblem.from_tasks(sim.data.Xs, sim.data.ys, c=1.0)
         start = time.perf_counter()
-        ours = fista(problem, rel_gap=1e-6)
+        ours = fista(problem, rel_gap=1e-6, deadline=Deadline())
         t_ours = time.perf_counter() - start
         est = ARMUL(c=1.0, **PLAIN)
         t_est = est.fit(sim.data).result_.wall_time

@@ -74,9 +74,9 @@ from mtl_opt.solvers.sparse_methods import METHODS, choose, run_exact
 from mtl_opt.synthetic import _ar1_design, smtl_simulation
 
 PATHS = {
-    "oa-highs": lambda problem, options, start: solve_oa(problem, get_backend("highs"), options, start),
+    "oa-highs": lambda problem, options, start: solve_oa(problem, get_backend("highs"), options, start, deadline=Deadline(options.time_limit)),
     "oa-scip": solve_oa_single_tree,
-    "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start),
+    "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start, deadline=Deadline(options.time_limit)),
 }
 GRID_PATHS = {**PATHS, "bnb": solve_bnb,
               "exact": lambda problem, options, start: run_exact(   # SparseMTL(algorithm="exact")
@@ -110,7 +110,7 @@ def run_paths(problem, time_limit, paths=PATHS, threads=None):
     """{path: (seconds, status, objective, lower bound, gap)} plus the bcd objective; ``threads``
     as SolveOptions takes it (None: every core)."""
     start = time.perf_counter()
-    B = fit_bcd(problem).coef
+    B = fit_bcd(problem, deadline=Deadline()).coef
     bcd_time, bcd_objective = time.perf_counter() - start, problem.objective(B)
     out = {}
     for name, solve in paths.items():
@@ -252,7 +252,7 @@ def okridge_section(args):
         data = demo_data(p, 1, 500, snr=snr, seed=seed)
         n = data.n_total
         problem = problem_for(data, lambda_ridge=lambda2 / n, variant="l0l2")
-        F = problem.objective(fit_bcd(problem).coef)
+        F = problem.objective(fit_bcd(problem, deadline=Deadline()).coef)
         runs, ok_time = [], float("nan")
         for tol in (REL_GAP, okridge_tolerance(problem, F)):   # the ratio uses the second
             okridge = okridge_on_f(BNBTree, problem, 5, tol, args.time_limit)
@@ -307,7 +307,7 @@ def smtl(args):
         penalties = ", ".join(f"{k}={v:g}" for k, v in params.items())
         for seed in args.seeds:
             problem = smtl_problem(variant, seed, params, args.smtl_p)
-            B = fit_bcd(problem).coef
+            B = fit_bcd(problem, deadline=Deadline()).coef
             for label, name, backend in SMTL_PATHS:
                 if label not in args.paths or METHODS[name].refusal(problem, backend) is not None:
                     continue
@@ -339,7 +339,7 @@ def pooled(args):
     print("|---" * (len(limits) + 5) + "|")
     for seed in args.seeds:
         problem = pooled_problem(seed, params, args.smtl_p)
-        B = fit_bcd(problem).coef
+        B = fit_bcd(problem, deadline=Deadline()).coef
         F = problem.objective(B)
         gaps, certified = checkpoint_gaps(METHODS["bnb"], problem, B, None, limits, args.threads)
         okridge = ("not installed" if BNBTree is None

@@ -15,7 +15,6 @@ import functools
 import inspect
 import math
 import numbers
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -144,19 +143,9 @@ def validate(owner: str, params: Mapping, constraints: Mapping) -> None:
 
 
 def validate_attributes(obj) -> None:
-    """``validate`` the attributes of ``obj`` that its class's ``param_constraints`` declares.
-
-    A class may also declare ``deprecated_params`` (name -> what to do instead, where
-    ``{value}`` is the value given): such a parameter, given a value other than its default
-    None, draws a DeprecationWarning.
-    """
+    """``validate`` the attributes of ``obj`` that its class's ``param_constraints`` declares."""
     cls = type(obj)
     validate(cls.__name__, {name: getattr(obj, name) for name in cls.param_constraints}, cls.param_constraints)
-    for name, instead in getattr(cls, "deprecated_params", {}).items():
-        if getattr(obj, name) is not None:
-            instead = instead.format(value=getattr(obj, name))
-            warnings.warn(f"The {name!r} parameter of {cls.__name__} is deprecated and will be removed "
-                          f"in the next release: {instead}", DeprecationWarning, stacklevel=3)
 
 
 def validate_params(constraints: dict):

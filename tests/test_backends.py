@@ -28,6 +28,7 @@ from mtl_opt.solvers.backends import (
     relative_gap,
 )
 from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.deadline import Deadline
 
 
 #: The backends of mtl_opt's own dependencies (Gurobi is an optional extra: test_gurobi.py).
@@ -154,7 +155,7 @@ def milp_market_split(offset=0.0, seed=0, rows=4, cols=30):
 @pytest.mark.parametrize("name", backends_with("lp"))
 def test_lp_optimum_primal_and_bound(name):
     m = lp_0()
-    res = get_backend(name).solve(m, "lp")
+    res = get_backend(name).solve(m, "lp", deadline=Deadline())
     assert res.status == "optimal" and res.has_solution
     assert res.objective == pytest.approx(2.5)
     assert (m.x.value, m.y.value) == pytest.approx((1.5, 0.5))
@@ -169,7 +170,7 @@ def test_lp_optimum_primal_and_bound(name):
 def test_lp_duals_match_hand_computed_values(name, c1_both_sides, c1_dual):
     m = lp_0(c1_both_sides)
     backend = get_backend(name)
-    res = backend.solve(m, "lp")
+    res = backend.solve(m, "lp", deadline=Deadline())
     duals = backend.load_duals(m, res)
     assert duals[m.c1] == pytest.approx(c1_dual) and duals[m.c2] == pytest.approx(-0.5)
     assert backend.load_duals(m, res, [m.c2]) == {m.c2: pytest.approx(-0.5)}
@@ -177,7 +178,7 @@ def test_lp_duals_match_hand_computed_values(name, c1_both_sides, c1_dual):
 
 def test_scip_duals_need_presolve_off():
     m = lp_0()
-    res = ScipBackend().solve(m, "lp", SolveOptions(solver_options={"presolving/maxrounds": -1}))
+    res = ScipBackend().solve(m, "lp", SolveOptions(solver_options={"presolving/maxrounds": -1}), deadline=Deadline())
     assert res.status == "optimal"
     with pytest.raises(SolverError, match="presolve"):
         ScipBackend().load_duals(m, res)
@@ -187,14 +188,14 @@ def test_scip_duals_need_presolve_off():
 def test_milp_duals_are_refused(name):
     backend = get_backend(name)
     m = milp_knapsack()
-    res = backend.solve(m, "milp")
+    res = backend.solve(m, "milp", deadline=Deadline())
     with pytest.raises(SolverError, match="only for an LP"):
         backend.load_duals(m, res)
 
 
 @pytest.mark.parametrize("name", backends_with("lp"))
 def test_infeasible_lp(name):
-    res = get_backend(name).solve(lp_infeasible(), "lp")
+    res = get_backend(name).solve(lp_infeasible(), "lp", deadline=Deadline())
     assert res.status == "infeasible"
     assert not res.has_solution and res.objective is None and res.gap is None
 
@@ -202,7 +203,7 @@ def test_infeasible_lp(name):
 @pytest.mark.parametrize("name", backends_with("milp"))
 def test_milp_knapsack_matches_brute_force(name):
     m = milp_knapsack()
-    res = get_backend(name).solve(m, "milp")
+    res = get_backend(name).solve(m, "milp", deadline=Deadline())
     best = knapsack_brute_force()
     assert res.status == "optimal" and res.has_solution
     assert res.objective == pytest.approx(best)
@@ -213,7 +214,7 @@ def test_milp_knapsack_matches_brute_force(name):
 @pytest.mark.parametrize("name", backends_with("qp"))
 def test_convex_qp_closed_form(name):
     m = qp_0()
-    res = get_backend(name).solve(m, "qp")
+    res = get_backend(name).solve(m, "qp", deadline=Deadline())
     assert res.status == "optimal"
     assert res.objective == pytest.approx(2.0, abs=1e-6)
     assert (m.x.value, m.y.value) == pytest.approx((0.0, 1.0), abs=1e-4)
@@ -224,7 +225,7 @@ def test_convex_qp_closed_form(name):
 @pytest.mark.parametrize("name", backends_with("miqp"))
 def test_miqp_matches_brute_force(name):
     m = miqp_0()
-    res = get_backend(name).solve(m, "miqp")
+    res = get_backend(name).solve(m, "miqp", deadline=Deadline())
     best = miqp_brute_force()
     # SCIP reaches its epigraph form's default 1e-6 gap before closing it: gap_limit.
     assert res.status in ("optimal", "gap_limit") and res.gap <= 1e-6
@@ -243,8 +244,8 @@ def test_persistent_solves_see_added_rows_like_fresh_solves(name):
     for extra in (None, 0, 1):
         if extra is not None:  # forbid the current best item set's item ``extra``-th chosen
             m.cuts.add(m.x[sorted(j for j in m.x if m.x[j].value > 0.5)[extra]] == 0)
-        persistent = backend.solve(m, "milp", persistent=True)
-        fresh = get_backend(name).solve(m, "milp")
+        persistent = backend.solve(m, "milp", persistent=True, deadline=Deadline())
+        fresh = get_backend(name).solve(m, "milp", deadline=Deadline())
         assert persistent.status == fresh.status == "optimal"
         assert persistent.objective == pytest.approx(fresh.objective)
         values.append(persistent.objective)
@@ -263,9 +264,9 @@ def test_highs_mip_start_gives_an_incumbent_and_completes_the_continuous_part():
         return m
     opts = SolveOptions(solver_options={"mip_max_nodes": 0, "mip_heuristic_effort": 0.0,
                                         "presolve": "off"})
-    alone = HighsBackend().solve(model(), "milp", opts)
+    alone = HighsBackend().solve(model(), "milp", opts, deadline=Deadline(opts.time_limit))
     m = model()
-    started = HighsBackend().solve(m, "milp", opts, start=[(m.x[0], 1.0), (m.x[1], 1.0)])
+    started = HighsBackend().solve(m, "milp", opts, start=[(m.x[0], 1.0), (m.x[1], 1.0)], deadline=Deadline(opts.time_limit))
     assert not alone.has_solution
     assert started.has_solution
     assert started.objective == pytest.approx(-KNAP_VALUES[0] - KNAP_VALUES[1] + 1.0)
@@ -281,7 +282,7 @@ def test_limited_milp_keeps_incumbent_and_valid_bound(name, limit):
     opts = (SolveOptions(time_limit=0.05) if limit == "time_limit"
             else SolveOptions(solver_options=NODE_LIMIT[name]))
     m = milp_market_split()
-    res = get_backend(name).solve(m, "milp", opts)
+    res = get_backend(name).solve(m, "milp", opts, deadline=Deadline(opts.time_limit))
     assert res.status == limit
     if res.has_solution:  # the incumbent is loaded
         assert res.objective == pytest.approx(pyo.value(m.obj))
@@ -291,7 +292,7 @@ def test_limited_milp_keeps_incumbent_and_valid_bound(name, limit):
 
 def test_scip_gap_limit_is_not_optimal_and_native_gap_is_kept():
     res = ScipBackend().solve(milp_market_split(offset=100.0), "milp",
-                              SolveOptions(rel_gap=0.5, time_limit=5))
+                              SolveOptions(rel_gap=0.5, time_limit=5), deadline=Deadline(5))
     assert res.status == "gap_limit" and res.native["status"] == "gaplimit"
     assert 0 < res.gap <= 0.5 and res.gap == relative_gap(res.objective, res.bound)
     assert res.native["gap"] >= res.gap  # SCIP divides by min(|UB|, |LB|), we by |UB|
@@ -301,7 +302,7 @@ def test_unknown_native_status_is_error_with_warning(monkeypatch, caplog):
     backend = get_backend("highs")
     monkeypatch.setattr(HighsBackend, "_native_status", lambda self, model: ("kBrandNew", 0.0))
     with caplog.at_level(logging.WARNING, logger="mtl_opt.solvers.backends"):
-        res = backend.solve(lp_0(), "lp")
+        res = backend.solve(lp_0(), "lp", deadline=Deadline())
     assert res.status == "error" and res.native["status"] == "kBrandNew"
     assert "kBrandNew" in caplog.text
 
@@ -334,7 +335,7 @@ def test_scip_solves_a_second_order_cone_program():
     model.x, model.y, model.t = pyo.Var(bounds=(None, 0)), pyo.Var(), pyo.Var(bounds=(0, None))
     model.cone = pyo.Constraint(expr=(model.x - 3) ** 2 + (model.y + 4) ** 2 <= model.t ** 2)
     model.obj = pyo.Objective(expr=model.t)
-    result = ScipBackend().solve(model, "qcp")
+    result = ScipBackend().solve(model, "qcp", deadline=Deadline())
     assert result.status == "optimal" and abs(pyo.value(model.t) - 3) < 1e-5
     assert result.bound <= 3 + 1e-6
 
@@ -343,7 +344,7 @@ def test_highs_refuses_miqp_and_names_scip():
     with pytest.raises(CapabilityError, match="backend='scip'"):
         HighsBackend().check("miqp")
     with pytest.raises(CapabilityError, match="scip"):
-        HighsBackend().solve(miqp_0(), "miqp")
+        HighsBackend().solve(miqp_0(), "miqp", deadline=Deadline())
     with pytest.raises(CapabilityError, match="lazy cuts"):
         HighsBackend().check("lazy_cuts")
     with pytest.raises(InvalidParameterError, match="lp, milp"):
@@ -377,23 +378,23 @@ def test_bad_native_option_is_named_before_solving():
     for cls, bad in ((HighsBackend, {"mip_rel_gapp": 0.1}), (ScipBackend, {"limits/time": -1.0})):
         if cls().available():
             with pytest.raises(InvalidParameterError, match=next(iter(bad))):
-                cls().solve(lp_0(), "lp", SolveOptions(solver_options=bad))
+                cls().solve(lp_0(), "lp", SolveOptions(solver_options=bad), deadline=Deadline())
 
 
 @pytest.mark.parametrize("name", backends_with("lp"))
 def test_every_common_option_is_a_valid_native_option(name, capfd):
     backend = get_backend(name)
-    backend.solve(lp_0(), "lp")  # a first run with default threads (HiGHS fixes them per thread)
+    backend.solve(lp_0(), "lp", deadline=Deadline())  # a first run with default threads (HiGHS fixes them per thread)
     for threads in (1, 2):
         opts = SolveOptions(time_limit=10, rel_gap=1e-4, abs_gap=1e-6, threads=threads, seed=7)
         # Passed back as solver_options, the translation goes through the native check.
         opts = opts.with_updates(solver_options=backend.native_options(opts))
-        res = backend.solve(lp_0(), "lp", opts)
+        res = backend.solve(lp_0(), "lp", opts, deadline=Deadline(opts.time_limit))
         assert res.status == "optimal"
     assert capfd.readouterr().out == ""  # quiet unless verbose
-    backend.solve(lp_0(), "lp", SolveOptions(verbose=True))   # mtl_opt's table only (none here)
+    backend.solve(lp_0(), "lp", SolveOptions(verbose=True), deadline=Deadline())   # mtl_opt's table only (none here)
     assert "2.5" not in capfd.readouterr().out
-    backend.solve(lp_0(), "lp", SolveOptions(verbose=True, solver_options=backend.NATIVE_LOG))
+    backend.solve(lp_0(), "lp", SolveOptions(verbose=True, solver_options=backend.NATIVE_LOG), deadline=Deadline())
     assert "2.5" in capfd.readouterr().out
 
 
@@ -401,7 +402,7 @@ def test_maximization_is_refused():
     m = lp_0()
     m.obj.sense = pyo.maximize
     with pytest.raises(InvalidParameterError, match="minimization"):
-        get_backend("highs").solve(m, "lp")
+        get_backend("highs").solve(m, "lp", deadline=Deadline())
 
 
 # --- options ------------------------------------------------------------------------

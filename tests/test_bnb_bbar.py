@@ -236,8 +236,8 @@ def test_bnb_proves_the_enumerated_optimum_with_a_bbar_term(
     Xs, ys = data(seed, K, p, n, s, signal=signal)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
     optimum = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar).optimum()
-    incumbent = np.zeros((K, p)) if start == "zero" else fit_bcd(problem, local_search=False).coef
-    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), incumbent)
+    incumbent = np.zeros((K, p)) if start == "zero" else fit_bcd(problem, local_search=False, deadline=Deadline()).coef
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), incumbent, deadline=Deadline(60))
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
     assert final_status(result, 1e-6) == "optimal"
     assert result.objective <= optimum * (1 + 1e-6)

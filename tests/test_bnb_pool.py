@@ -37,8 +37,8 @@ def pool_at_once(monkeypatch):
 def solved(variant, penalties, K, p, n, threads):
     problem, _ = random_problem(variant, 4100 + K * p, K=K, p=p, n=n, s=2)
     problem = problem.with_params(lambda_ridge=1e-3, **penalties)
-    start = fit_bcd(problem, local_search=False).coef
-    return problem, solve_bnb(problem, SolveOptions(time_limit=120, threads=threads), start)
+    start = fit_bcd(problem, local_search=False, deadline=Deadline()).coef
+    return problem, solve_bnb(problem, SolveOptions(time_limit=120, threads=threads), start, deadline=Deadline(120))
 
 
 @pytest.mark.parametrize("variant,penalties,K,p,n", CASES)
@@ -107,7 +107,7 @@ def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(po
     one-core result of its own node (floats to 1e-12, as the tests above compare the two)."""
     problem, _ = random_problem("cs_l2", 4100, K=2, p=12, n=6, s=2)
     problem = problem.with_params(lambda_ridge=1e-3)
-    search = bnb._Search(problem, 40, fit_bcd(problem, local_search=False).coef, Deadline(120))
+    search = bnb._Search(problem, 40, fit_bcd(problem, local_search=False, deadline=Deadline()).coef, Deadline(120))
     nodes = []
     for j in range(4):
         fixed = np.full((2, 12), bnb.FREE, dtype=np.int8)

@@ -207,7 +207,7 @@ def test_the_root_climbs_every_stage_and_children_of_wide_joint_trees_skip_one(v
     monkeypatch.setattr(bnb._Search, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
     Xs, ys = data(1, K, 8, n, 2)
     run = bnb.solve_bnb(problem_of(Xs, ys, variant, 2, lambda_zbar), SolveOptions(time_limit=60, threads=1),
-                        np.zeros((K, 8)))
+                        np.zeros((K, 8)), deadline=Deadline(60))
     assert run.native["nodes"] > 1
     roots = K if variant == "l0l2" else 1
     assert [len(mus) for mus in schedules[:roots]] == [bnb.STAGES] * roots
@@ -253,7 +253,7 @@ def test_bnb_with_screening_proves_the_enumerated_optimum(variant, lambda_zbar, 
     problem = problem_of(Xs, ys, variant, s, lambda_zbar)
     optimum = child_optimum(Xs, ys, variant, s, lambda_zbar, np.full((K, p), bnb.FREE))
     start = np.zeros((K, p))
-    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start)
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start, deadline=Deadline(60))
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
     assert final_status(result, 1e-6) == "optimal"
     assert result.objective <= optimum * (1 + 1e-6)
@@ -292,7 +292,7 @@ def test_screening_fixes_entries_and_saves_nodes():
     for seed, p, n, s, signal, lambda_ridge in SCREENING_CASES:
         Xs, ys = data(seed, 1, p, n, s, signal=signal)
         problem = problem_of(Xs, ys, "l0l2", s, 0.0, lambda_ridge=lambda_ridge)
-        runs = {on: bnb.solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((1, p)), screening=on)
+        runs = {on: bnb.solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((1, p)), screening=on, deadline=Deadline(60))
                 for on in (True, False)}
         assert runs[True].native["screened"] > 0 and runs[False].native["screened"] == 0
         for on, run in runs.items():

@@ -81,8 +81,8 @@ def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, la
     its node's optimum prunes it and leaves the objective above the enumerated one), else bcd's."""
     problem, Xs, ys = instance(seed, K, p, n, s, lambda_ridge, lambda_zbar)
     optimum = enumerated_optimum(Xs, ys, s, lambda_ridge, lambda_zbar)
-    start = np.zeros((K, p)) if seed % 2 else fit_bcd(problem, local_search=False).coef
-    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start)
+    start = np.zeros((K, p)) if seed % 2 else fit_bcd(problem, local_search=False, deadline=Deadline()).coef
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60), start, deadline=Deadline(60))
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
     assert final_status(result, 1e-6) == "optimal"
     assert result.objective <= optimum * (1 + 1e-6)

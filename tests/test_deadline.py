@@ -6,6 +6,7 @@ alone needs 0.25 s there (several seconds before it ran on one BLAS thread), the
 """
 
 import time
+from pathlib import Path
 
 import numpy as np
 import pyomo.environ as pyo
@@ -105,3 +106,30 @@ def test_backend_not_started_once_the_deadline_has_passed(backend):
     assert stopped.status == "time_limit" and not stopped.has_solution and stopped.bound is None
     run = solver.solve(model, "lp", persistent=True, deadline=Deadline(60))
     assert run.status == "optimal" and run.objective == pytest.approx(4.5, rel=1e-9)
+
+
+def deadlines_made_in(root) -> list[str]:
+    """Where a module under ``root`` constructs a Deadline (``Deadline(...)``), or falls back to one
+    (``deadline or ...``): the solvers take the fit's instead."""
+    import ast
+
+    found = []
+    for path in sorted(Path(root).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            made = isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Deadline"
+            fallback = (isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or)
+                        and getattr(node.values[0], "id", None) == "deadline")
+            if made or fallback:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_solvers_take_the_fit_s_one_deadline_and_make_none(tmp_path):
+    """Nine solver functions made their own Deadline when given none (from ``options.time_limit``
+    or unlimited), so a direct caller's time limit was per call; now each takes the fit's."""
+    import mtl_opt.solvers
+
+    solvers = Path(mtl_opt.solvers.__file__).parent
+    assert deadlines_made_in(solvers) == []
+    (tmp_path / "own.py").write_text("def f(deadline=None):\n    deadline = deadline or Deadline(1)\n")
+    assert deadlines_made_in(tmp_path) == ["own.py:2", "own.py:2"]

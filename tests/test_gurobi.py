@@ -18,6 +18,7 @@ from mtl_opt.solvers.method import final_status  # noqa: E402
 from mtl_opt.solvers.oa import solve_oa  # noqa: E402
 from mtl_opt.solvers.options import SolveOptions  # noqa: E402
 from mtl_opt.synthetic import sparse_heterogeneity  # noqa: E402
+from mtl_opt.deadline import Deadline
 
 
 def test_gurobi_is_registered_and_available():
@@ -48,7 +49,7 @@ def test_limited_milp_keeps_incumbent_and_valid_bound(limit):
 def test_bad_option_is_named_and_the_bound_margin_reads_any_case():
     backend = get_backend("gurobi")
     with pytest.raises(InvalidParameterError, match="MIPGapp"):
-        backend.solve(reference.lp_0(), "lp", SolveOptions(solver_options={"MIPGapp": 0.1}))
+        backend.solve(reference.lp_0(), "lp", SolveOptions(solver_options={"MIPGapp": 0.1}), deadline=Deadline())
     # Gurobi takes parameter names in any case, the last one winning: so does the margin.
     opts = SolveOptions(solver_options={"OptimalityTol": 1e-9, "optimalitytol": 1e-4})
     assert backend.dual_tolerance(opts) == pytest.approx(1e-4, rel=1e-12)
@@ -60,7 +61,7 @@ def test_a_model_beyond_the_size_limited_license_is_a_clear_error():
     m.x = pyo.Var(range(2001), bounds=(0, 1))
     m.obj = pyo.Objective(expr=sum(m.x.values()))
     with pytest.raises(LicenseLimitError, match="2000 variables.*another backend"):
-        get_backend("gurobi").solve(m, "lp")
+        get_backend("gurobi").solve(m, "lp", deadline=Deadline())
 
 
 def test_sparse_oa_proves_the_brute_force_optimum():
@@ -68,7 +69,7 @@ def test_sparse_oa_proves_the_brute_force_optimum():
     optimum = brute_force_optimum(problem)
     start = np.zeros((2, 6))
     start[:, :2] = 1.0  # a poor start: Gurobi has to find the optimum
-    run = solve_oa(problem, get_backend("gurobi"), SolveOptions(time_limit=30, rel_gap=1e-6), start)
+    run = solve_oa(problem, get_backend("gurobi"), SolveOptions(time_limit=30, rel_gap=1e-6), start, deadline=Deadline(30))
     assert run.lower_bound <= optimum + 1e-9 * abs(optimum) <= run.objective + 2e-9 * abs(optimum)
     assert final_status(run, 1e-6) == "optimal" and run.objective == pytest.approx(optimum, rel=1e-6)
 

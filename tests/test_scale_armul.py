@@ -26,6 +26,7 @@ from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.formulations.least_squares import ols
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.solvers.prox import fista
+from mtl_opt.deadline import Deadline
 
 #: Relative slack of every comparison with the reference optimum (issue 17).
 TOL = 1e-7
@@ -281,7 +282,7 @@ def test_dual_bound_is_safe_on_unscaled_data_with_a_large_level():
         caps = problem.w * problem.lam
         if coupling == "vanilla":
             lower, upper = armul_optimum(As, ys, caps, "squared")
-            theta = fista(ArmulProblem.from_tasks(As, ys, c=0.5), rel_gap=1e-12).theta
+            theta = fista(ArmulProblem.from_tasks(As, ys, c=0.5), rel_gap=1e-12, deadline=Deadline()).theta
         elif coupling == "pooled":
             lower = upper = least_squares_optimum([np.vstack(As)], [np.concatenate(ys)])
             beta = np.linalg.lstsq(np.vstack(As), np.concatenate(ys), rcond=None)[0]

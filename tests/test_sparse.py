@@ -13,6 +13,7 @@ from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import VARIANTS, SparseProblem, zbar_penalty
 from mtl_opt.solvers.bcd import _project, _RefitModel, _swap_table, best_swap, fit_bcd, swapped_support
+from mtl_opt.deadline import Deadline
 
 
 def penalties(variant, rng):
@@ -174,7 +175,7 @@ def exhaustive_best_swap_value(problem, B):
 @pytest.mark.parametrize("seed", range(2))
 def test_bcd_result_admits_no_improving_single_swap(variant, seed):
     problem, _ = random_problem(variant, 100 + seed, K=2, p=8, n=20)
-    B = fit_bcd(problem).coef
+    B = fit_bcd(problem, deadline=Deadline()).coef
     value = problem.objective(B)
     assert exhaustive_best_swap_value(problem, B) >= value - 1e-8 * abs(value)
 
@@ -223,7 +224,7 @@ def test_bcd_against_brute_force_on_30_tiny_instances():
     hits, misses = 0, []
     for variant, seed in INSTANCES:
         problem, _ = random_problem(variant, 1000 + seed, p=8)
-        value = problem.objective(fit_bcd(problem).coef)
+        value = problem.objective(fit_bcd(problem, deadline=Deadline()).coef)
         optimum = brute_force_optimum(problem)
         assert value >= optimum - 1e-9 * abs(optimum), (variant, seed, value, optimum)
         if value <= optimum * (1 + 1e-8):
@@ -243,7 +244,7 @@ def test_collinear_supports_without_ridge_still_fit(variant):
     _, bbar, zbar = VARIANTS[variant]
     problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=5, fit_intercept=False,
                                       lambda_bbar=0.3 if bbar else 0.0, lambda_zbar=0.05 if zbar else 0.0)
-    B = fit_bcd(problem).coef
+    B = fit_bcd(problem, deadline=Deadline()).coef
     optimum = brute_force_optimum(problem)
     assert problem.feasible(B)
     assert optimum - 1e-9 <= problem.objective(B) <= problem.objective(np.zeros_like(B))

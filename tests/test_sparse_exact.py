@@ -88,9 +88,9 @@ def test_outer_approximation_proves_the_brute_force_optimum(variant):
     """On HiGHS and on SCIP (one enumeration for both)."""
     problem, _ = random_problem(variant, 2000)
     optimum = brute_force_optimum(problem)
-    start = fit_bcd(problem, local_search=False).coef
+    start = fit_bcd(problem, local_search=False, deadline=Deadline()).coef
     for backend in ("highs", "scip"):
-        result = solve_oa(problem, get_backend(backend), SolveOptions(time_limit=60), start)
+        result = solve_oa(problem, get_backend(backend), SolveOptions(time_limit=60), start, deadline=Deadline(60))
         assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum), backend
         assert final_status(result, 1e-6) == "optimal", backend
         assert result.objective == pytest.approx(optimum, rel=1e-6), backend
@@ -100,8 +100,8 @@ def test_outer_approximation_proves_the_brute_force_optimum(variant):
 def test_miqp_on_scip_proves_the_brute_force_optimum(variant):
     problem, _ = random_problem(variant, 3000)
     optimum = brute_force_optimum(problem)
-    start = fit_bcd(problem, local_search=False).coef
-    result = solve_miqp(problem, get_backend("scip"), SolveOptions(time_limit=60), start)
+    start = fit_bcd(problem, local_search=False, deadline=Deadline()).coef
+    result = solve_miqp(problem, get_backend("scip"), SolveOptions(time_limit=60), start, deadline=Deadline(60))
     assert result.lower_bound <= optimum + 1e-9 * abs(optimum)
     assert result.objective == pytest.approx(optimum, rel=1e-6)
     assert final_status(result, 1e-6) == "optimal"
@@ -110,7 +110,7 @@ def test_miqp_on_scip_proves_the_brute_force_optimum(variant):
 def test_oa_with_a_time_limit_keeps_a_valid_bound():
     problem, _ = random_problem("bbar", 4000)
     optimum = brute_force_optimum(problem)
-    result = solve_oa(problem, get_backend("highs"), SolveOptions(time_limit=0.3), fit_bcd(problem).coef)
+    result = solve_oa(problem, get_backend("highs"), SolveOptions(time_limit=0.3), fit_bcd(problem, deadline=Deadline()).coef, deadline=Deadline(0.3))
     assert result.lower_bound is None or result.lower_bound <= optimum + 1e-9
     assert result.objective >= optimum - 1e-9
     assert final_status(result, 1e-6) in ("optimal", "time_limit")
@@ -220,7 +220,7 @@ def test_exported_master_reads_back_into_highs_with_the_same_optimum(tmp_path, f
     assert main(["export", str(path), "--model", "master", "--format", fmt, "--out", str(out)]) == 0
     instance = load_instance(path)
     master = instance.estimator().exact_model(instance.load_data(), kind="master")
-    in_process = get_backend("highs").solve(master, "milp", SolveOptions(rel_gap=1e-9))
+    in_process = get_backend("highs").solve(master, "milp", SolveOptions(rel_gap=1e-9), deadline=Deadline())
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("mip_rel_gap", 1e-9)
@@ -259,7 +259,7 @@ def test_single_tree_oa_on_scip_proves_the_brute_force_optimum(variant):
     start[:, -2:] = 1.0
     if not problem.common_support:
         start[1, :] = np.roll(start[1], 2)
-    result = solve_oa_single_tree(problem, SolveOptions(time_limit=30), start)
+    result = solve_oa_single_tree(problem, SolveOptions(time_limit=30), start, deadline=Deadline(30))
     assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
     assert final_status(result, 1e-6) == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
     assert result.native["cuts"] > 0
@@ -274,14 +274,14 @@ def test_single_tree_oa_resumes_scip_until_our_gap_with_its_margin_is_met(varian
 
     problem, _ = random_problem(variant, 1, K=2, p=8, n=20, s=3)
     optimum = brute_force_optimum(problem)
-    start = fit_bcd(problem).coef
+    start = fit_bcd(problem, deadline=Deadline()).coef
     margin = oa_scip.dual_bound_margin
     monkeypatch.setattr(oa_scip, "dual_bound_margin", lambda model, tol: margin(model, tol) + 0.02 * optimum)
-    result = oa_scip.solve_oa_single_tree(problem, SolveOptions(time_limit=30, rel_gap=0.05), start)
+    result = oa_scip.solve_oa_single_tree(problem, SolveOptions(time_limit=30, rel_gap=0.05), start, deadline=Deadline(30))
     assert final_status(result, 0.05) == "optimal"
     assert result.lower_bound <= optimum - 0.02 * optimum * (1 - 1e-9)
     own_rule = SolveOptions(time_limit=30, rel_gap=0.05, solver_options={"limits/gap": 0.05})
-    stopped = oa_scip.solve_oa_single_tree(problem, own_rule, start)
+    stopped = oa_scip.solve_oa_single_tree(problem, own_rule, start, deadline=Deadline(own_rule.time_limit))
     assert stopped.native["master_status"] == "gaplimit" and final_status(stopped, 0.05) == "gap_limit"
 
 
@@ -298,7 +298,7 @@ def test_single_tree_oa_tightens_scip_dual_tolerance_where_the_master_is_large(m
     problem, _ = random_problem("cs_l2", 0, K=10, p=6, n=10, s=2)
     optimum = brute_force_optimum(problem)
     result = oa_scip.solve_oa_single_tree(problem, SolveOptions(time_limit=30, rel_gap=1e-8),
-                                          fit_bcd(problem).coef)
+                                          fit_bcd(problem, deadline=Deadline()).coef, deadline=Deadline(30))
     assert final_status(result, 1e-8) == "optimal"
     assert result.lower_bound <= optimum <= result.objective * (1 + 1e-12)
     assert get_backend("scip").TIGHTEST_DUAL_TOLERANCE <= max(tolerances) < 1e-9
@@ -309,7 +309,7 @@ def test_multi_tree_oa_tightens_highs_dual_tolerance_where_the_master_is_large()
     usual 1e-9 (the margin alone was 1.06e-7 of F) and is now certified."""
     problem, _ = random_problem("cs_l2", 0, K=10, p=6, n=10, s=2)
     optimum = brute_force_optimum(problem)
-    result = run_exact(METHODS["oa_multi_tree"], problem, fit_bcd(problem).coef,   # as fit runs it
+    result = run_exact(METHODS["oa_multi_tree"], problem, fit_bcd(problem, deadline=Deadline()).coef,   # as fit runs it
                        SolveOptions(time_limit=30, rel_gap=1e-7), Deadline(30), "highs")
     assert final_status(result, 1e-7) == "optimal"
     assert result.lower_bound <= optimum <= result.objective * (1 + 1e-12)
@@ -324,7 +324,7 @@ def test_miqp_tightens_its_rows_where_the_perspective_slack_would_eat_the_gap():
     problem = dataclasses.replace(problem, lambda_ridge=50.0)
     optimum = brute_force_optimum(problem)
     options = SolveOptions(time_limit=30, rel_gap=1e-4)
-    result = run_exact(METHODS["miqp"], problem, fit_bcd(problem).coef, options, Deadline(30), "scip")
+    result = run_exact(METHODS["miqp"], problem, fit_bcd(problem, deadline=Deadline()).coef, options, Deadline(30), "scip")
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
     est = SparseMTL(variant="l0l2", s=5, lambda_ridge=50.0, standardize=False, fit_intercept=False,
                     solve_options=options)
@@ -358,7 +358,7 @@ def test_nearby_supports_are_distinct_and_start_at_the_incumbent(variant):
     from mtl_opt.solvers.oa import _nearby_supports
 
     problem, _ = random_problem(variant, 5)
-    B = fit_bcd(problem).coef
+    B = fit_bcd(problem, deadline=Deadline()).coef
     back = problem.refit(swapped_support(B != 0, best_swap(problem, B)))
     cycles = np.array_equal(swapped_support(back != 0, best_swap(problem, back)), B != 0)
     supports = _nearby_supports(problem, B)
@@ -377,13 +377,16 @@ def test_miqp_returns_at_its_time_limit_where_scip_nlp_deadlocked():
     script = (
         "import sys; sys.path.insert(0, 'benchmarks')\n"
         "from sparse_exact import demo_data, problem_for\n"
+        "from mtl_opt.deadline import Deadline\n"
         "from mtl_opt.solvers.bcd import fit_bcd\n"
         "from mtl_opt.solvers.backends import get_backend\n"
         "from mtl_opt.solvers.method import final_status\n"
         "from mtl_opt.solvers.oa import solve_miqp\n"
         "from mtl_opt.solvers.options import SolveOptions\n"
         "problem = problem_for(demo_data(100, 5, 100, seed=0), s=5, lambda_ridge=0.1)\n"
-        "r = solve_miqp(problem, get_backend('scip'), SolveOptions(time_limit=10), fit_bcd(problem).coef)\n"
+        "start = fit_bcd(problem, deadline=Deadline()).coef\n"
+        "r = solve_miqp(problem, get_backend('scip'), SolveOptions(time_limit=10), start,\n"
+        "               deadline=Deadline(10))\n"
         "print(final_status(r, 1e-6), r.lower_bound <= r.objective)\n")
     root = __import__("pathlib").Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
@@ -400,9 +403,9 @@ def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
     assert get_backend("scip").native_options(SolveOptions())["limits/memory"] == default_memory_limit_mb() > 0
     problem, _ = random_problem("l0l2", 6001, K=2, p=8, n=15, s=3)
     optimum = brute_force_optimum(problem)
-    start = fit_bcd(problem).coef
+    start = fit_bcd(problem, deadline=Deadline()).coef
     result = solve_oa_single_tree(problem, SolveOptions(time_limit=30, solver_options={"limits/memory": 0}),
-                                  start)
+                                  start, deadline=Deadline(30))
     assert result.native["master_status"] == "memlimit"
     assert final_status(result, 1e-6) == "iteration_limit"
     assert result.objective == pytest.approx(problem.objective(problem.refit(start != 0)))
@@ -420,7 +423,7 @@ def test_single_tree_oa_refuses_a_bad_scip_option_by_name(bad):
     start[:, :2] = 1.0
     (name,) = bad
     with pytest.raises(InvalidParameterError, match=name):
-        solve_oa_single_tree(problem, SolveOptions(time_limit=30, solver_options=bad), start)
+        solve_oa_single_tree(problem, SolveOptions(time_limit=30, solver_options=bad), start, deadline=Deadline(30))
 
 
 BNB_SOUNDNESS = [(variant, K, p, n, seed) for variant in ("l0l2", "cs_l2")
@@ -434,7 +437,7 @@ def test_bnb_proves_the_brute_force_optimum(variant, K, p, n, seed):
     problem, _ = random_problem(variant, 7000 + seed, K=K, p=p, n=n, s=3)
     problem = problem.with_params(lambda_ridge=[1e-3, 0.1][seed % 2])
     optimum = brute_force_optimum(problem)
-    result = solve_bnb(problem, SolveOptions(time_limit=60), fit_bcd(problem, local_search=False).coef)
+    result = solve_bnb(problem, SolveOptions(time_limit=60), fit_bcd(problem, local_search=False, deadline=Deadline()).coef, deadline=Deadline(60))
     assert result.lower_bound <= optimum + 1e-9 * abs(optimum) <= result.objective + 2e-9 * abs(optimum)
     assert final_status(result, 1e-6) == "optimal" and result.objective == pytest.approx(optimum, rel=1e-6)
     assert problem.feasible(result.estimate)
@@ -447,14 +450,14 @@ def test_bnb_stopped_early_keeps_a_valid_bound_and_returns_in_time():
     problem, _ = random_problem("l0l2", 77, K=2, p=14, n=6, s=3)
     problem = problem.with_params(lambda_ridge=1e-4)
     optimum = brute_force_optimum(problem)
-    result = solve_bnb(problem, SolveOptions(time_limit=1e-3), np.zeros((2, 14)))
+    result = solve_bnb(problem, SolveOptions(time_limit=1e-3), np.zeros((2, 14)), deadline=Deadline(0.001))
     assert result.stop == "time_limit"
     assert result.lower_bound <= optimum + 1e-9 * optimum <= result.objective + 2e-9 * optimum
 
     problem, _ = random_problem("l0l2", 78, K=1, p=60, n=20, s=5)
     problem = problem.with_params(lambda_ridge=1e-4)
     start = time.perf_counter()
-    result = solve_bnb(problem, SolveOptions(time_limit=0.5), np.zeros((1, 60)))
+    result = solve_bnb(problem, SolveOptions(time_limit=0.5), np.zeros((1, 60)), deadline=Deadline(0.5))
     assert time.perf_counter() - start < deadline(0.5)
     assert result.stop == "time_limit" and result.lower_bound <= result.objective
 
@@ -468,7 +471,7 @@ def test_bnb_logs_its_gap_over_time(monkeypatch):
     problem, _ = random_problem("cs_l2", 7003, K=2, p=10, n=6, s=3)
     problem = problem.with_params(lambda_ridge=1e-3)
     optimum = brute_force_optimum(problem)
-    result = solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10)))
+    result = solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10)), deadline=Deadline(60))
     first = result.log[0]
     assert first["nodes"] == 0 and first["lower_bound"] is None and first["gap"] is None
     assert first["incumbent"] == pytest.approx(problem.objective(np.zeros((2, 10))), rel=1e-12)
@@ -485,7 +488,7 @@ def test_bnb_logs_its_gap_over_time(monkeypatch):
     assert times == sorted(times) and len(trace(result.log)) == len(result.log) - 1
 
     monkeypatch.setattr(progress, "EVERY", 3600.0)
-    assert len(solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10))).log) == 2
+    assert len(solve_bnb(problem, SolveOptions(time_limit=60), np.zeros((2, 10)), deadline=Deadline(60)).log) == 2
 
 
 def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_not_model():
@@ -528,7 +531,7 @@ def test_single_tree_oa_hands_scip_a_complete_start_it_accepts(variant):
     from mtl_opt.solvers.oa_scip import solve_oa_single_tree
 
     problem, _ = random_problem(variant, 77, K=3, p=12, n=15)
-    run = solve_oa_single_tree(problem, SolveOptions(time_limit=2), fit_bcd(problem).coef)
+    run = solve_oa_single_tree(problem, SolveOptions(time_limit=2), fit_bcd(problem, deadline=Deadline()).coef, deadline=Deadline(2))
     assert run.native["start_accepted"] is True
 
 

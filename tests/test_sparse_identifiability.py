@@ -22,6 +22,7 @@ from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
 from test_cli_robustness import one_line_error
 from test_scale_sparse import support_value
+from mtl_opt.deadline import Deadline
 
 #: Relative tolerance of comparisons with an independent optimum (float64 evaluations; the bounds
 #: carry a dual-tolerance margin of ~1e-6 relative).
@@ -165,10 +166,10 @@ def test_a_user_mask_excludes_a_varying_column_on_bcd_and_the_exact_models():
     optimum = brute_force(Xs, ys, excluded, "bbar", 2, 0.05, lambda_bbar=0.3)
     free = brute_force(Xs, ys, np.zeros((3, 4), bool), "bbar", 2, 0.05, lambda_bbar=0.3)
     assert free < optimum * (1 - 1e-3)          # the mask binds: the column would be used
-    B = fit_bcd(problem).coef
+    B = fit_bcd(problem, deadline=Deadline()).coef
     assert B[0, 0] == 0.0 and problem.feasible(B)
-    for exact in (solve_oa(problem, get_backend("highs"), SolveOptions(rel_gap=1e-8), B),
-                  solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-8), B)):
+    for exact in (solve_oa(problem, get_backend("highs"), SolveOptions(rel_gap=1e-8), B, deadline=Deadline()),
+                  solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-8), B, deadline=Deadline())):
         assert exact.estimate[0, 0] == 0.0
         assert exact.lower_bound <= optimum * (1 + TOL) and optimum <= exact.objective * (1 + TOL)
         assert exact.objective - exact.lower_bound <= 1e-5 * optimum

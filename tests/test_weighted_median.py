@@ -9,6 +9,7 @@ from mtl_opt.errors import InvalidDataError, InvalidParameterError
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.backends import get_backend
 from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.deadline import Deadline
 
 LP_BACKENDS = ["highs", "scip"]
 
@@ -82,7 +83,7 @@ def test_bad_median_inputs(bad, error):
 
 def solve_lp(values, weights, backend):
     model = F.build_median_lp(values, weights)
-    run = get_backend(backend).solve(model, "lp", SolveOptions())
+    run = get_backend(backend).solve(model, "lp", SolveOptions(), deadline=Deadline())
     assert run.status == "optimal" and run.has_solution
     return np.array([model.z[k].value for k in range(values.shape[1])]), model, run
 

@@ -67,19 +67,15 @@ def _sparse(name: str, method: str, backend: str | None) -> BenchSolver:
                        SPARSE_METHODS[method].description)
 
 
-def _armul_model(params: dict) -> str | None:
-    if params["structure"] == "lowrank":
-        return "low-rank ARMUL has no SCIP model"
-    if params["structure"] == "clustered" and params["loss"] != "squared":
-        return "clustered ARMUL on SCIP needs the squared loss"
-    return None
+def _armul_exact(backend: str | None) -> Callable[[dict], str | None]:
+    """The ``requires`` of the exact ARMUL model on ``backend``: the method table's own answer
+    (``armul_methods.exact_refusal``) from the instance's structure and loss."""
+    def requires(params: dict) -> str | None:
+        from ..solvers.armul_methods import exact_refusal
 
-
-def _armul_quadratic_model(params: dict) -> str | None:
-    """The exact ARMUL model where the backend has no NLP (logistic loss)."""
-    if params["loss"] != "squared":
-        return "the logistic ARMUL model needs an NLP backend (SCIP)"
-    return _armul_model(params)
+        refusal = exact_refusal(params["structure"], params["loss"], backend)
+        return None if refusal is None else str(refusal)
+    return requires
 
 
 #: Solver name -> setting, in the order ``--list-solvers`` prints them.
@@ -102,10 +98,10 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
     BenchSolver("prox", "armul", {"algorithm": "prox", "backend": None},
                 "FISTA (vanilla, duality gap) / alternating search (clustered, low-rank)"),
     BenchSolver("armul-scip", "armul", {"algorithm": "exact", "backend": None},
-                "the exact ARMUL model on SCIP (vanilla, clustered)", _armul_model),
+                "the exact ARMUL model on SCIP (vanilla, clustered)", _armul_exact(None)),
     BenchSolver("armul-gurobi", "armul", {"algorithm": "exact", "backend": "gurobi"},
                 "the exact ARMUL model on Gurobi (vanilla, clustered; squared loss)",
-                _armul_quadratic_model),
+                _armul_exact("gurobi")),
 )}
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.special import expit
 
+from .. import legacy
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
@@ -19,7 +20,7 @@ from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns
 from ..result import FitResult
 from ..solvers import glm, prox
-from ..solvers.armul_methods import METHODS, StructuredProblem
+from ..solvers.armul_methods import METHODS, STRUCTURES, StructuredProblem
 from ..solvers.armul_scip import read_solution
 from ..solvers.user_model import ModelSpec
 from ..solvers.method import SolverRun, lookup
@@ -28,9 +29,6 @@ from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from ..solvers.progress import Progress
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
-
-#: ARMUL's deprecated ``solver=`` values -> the ``algorithm=`` they name.
-OLD_SOLVER_NAMES = {"prox": "prox", "scip": "exact"}
 
 #: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
 PAPER_C_GRID = tuple(round(0.2 * i, 1) for i in range(1, 11))
@@ -266,15 +264,13 @@ class ARMUL(GLMTasks):
         "c": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((None, *BACKENDS))],
-        "solver": [OneOf((None, *OLD_SOLVER_NAMES))],
+        "solver": [OneOf((None, *legacy.PARAMS["ARMUL"]["solver"].values))],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         **COMMON_CONSTRAINTS,
     }
-    deprecated_params = {"solver": "write algorithm='exact' for solver='scip', algorithm='prox' for "
-                                   "solver='prox' (you gave solver={value!r})."}
 
     def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
                  algorithm="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
@@ -301,15 +297,14 @@ class ARMUL(GLMTasks):
         return super()._global_model() if self.structure == "vanilla" else None
 
     def _uses_identified(self) -> bool:
-        return self.structure != "vanilla"   # for anchors and the clustered exact model's check
+        return STRUCTURES[self.structure].local_search   # anchors; the clustered model's check
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
-        """The method ``algorithm`` (or the deprecated ``solver``) names, and ``problem`` with its
-        structure; every refusal of the method comes here, before any work."""
-        name = self._renamed("algorithm", "solver")
+        """The method ``algorithm`` (or its deprecated name, ``legacy``) names, and ``problem`` with
+        its structure; every refusal of the method comes here, before any work."""
         structured = StructuredProblem(problem, self.structure, self.n_components,
                                        self._identified, tuple(data.task_names))
-        method = lookup(METHODS, OLD_SOLVER_NAMES.get(name, name), "ARMUL algorithm")
+        method = lookup(METHODS, legacy.value(self, "algorithm"), "ARMUL algorithm")
         return method.check(structured, self.backend), structured
 
     def _check_fit(self, data: MultiTaskData) -> None:
@@ -324,7 +319,7 @@ class ARMUL(GLMTasks):
         deadline = Deadline(options.time_limit)  # the whole fit: model build and every restart
         method, structured = self._method(self._checked_problem(data), data)  # cheap, checked
         problem = structured.problem
-        anchors = self._anchors(problem) if self.structure != "vanilla" else None
+        anchors = self._anchors(problem) if STRUCTURES[self.structure].local_search else None
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter,

@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import __version__
 from ..data import MultiTaskData
+from ..deadline import Deadline
 from ..result import FitResult, Status
 from ..solvers import glm, prox
 from .armul import COMMON_CONSTRAINTS, GLMTasks
@@ -121,7 +122,8 @@ class ClusteredMTL(_Structured):
 
     def _run(self, problem):
         run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
-                                 np.random.default_rng(self.seed), n_init=self.n_init)
+                                 np.random.default_rng(self.seed), n_init=self.n_init,
+                                 deadline=Deadline())   # the baselines take no time limit
         self.centers_, self.centers_intercept_ = self._to_original(
             self._response_scale.to_original(run.extra["centers"]))
         self.labels_ = run.extra["labels"]

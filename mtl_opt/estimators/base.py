@@ -25,6 +25,7 @@ import sklearn.exceptions
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
 
+from .. import legacy
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
@@ -92,19 +93,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         validate_attributes(self)
-
-    def _renamed(self, new: str, old: str):
-        """The value of parameter ``new``, or of ``old``, its deprecated name (listed in
-        ``deprecated_params``, default None), when that one is set; setting both is an error."""
-        value = getattr(self, old)
-        if value is None:
-            return getattr(self, new)
-        default = inspect.signature(type(self).__init__).parameters[new].default
-        if getattr(self, new) != default:
-            raise InvalidParameterError(
-                f"{type(self).__name__}: {old}={value!r} is the deprecated name of {new}=; "
-                f"set only {new}={getattr(self, new)!r}.")
-        return value
+        legacy.warn_deprecated(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import scipy.stats
 
+from .. import legacy
 from ..data import MultiTaskData
 from ..formulations import molar as formulation
 from ..params import validate_params
@@ -132,7 +133,6 @@ class MOLAR(MTLEstimator):
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
     }
-    deprecated_params = {"median": "write algorithm={value!r}."}
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, algorithm="closed_form", backend=None,
                  sigma=None, fit_intercept=True, solve_options=None, median=None):
@@ -146,7 +146,7 @@ class MOLAR(MTLEstimator):
         self.solve_options = solve_options
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        resolve(self._renamed("algorithm", "median"), self.backend)
+        resolve(legacy.value(self, "algorithm"), self.backend)
         self._unidentified_mask(data)   # the per-task OLS stage's refusals
 
     def _residual_dof(self) -> int:
@@ -159,7 +159,7 @@ class MOLAR(MTLEstimator):
     def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
-        method = resolve(self._renamed("algorithm", "median"), self.backend)   # cheap, checked
+        method = resolve(legacy.value(self, "algorithm"), self.backend)   # cheap, checked
         clock = time.perf_counter()
         fits, sigma = self._local_fits(data)
         ols_time = time.perf_counter() - clock

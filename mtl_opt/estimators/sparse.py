@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-import warnings
-
 import numpy as np
 
+from .. import legacy
 from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations.constraints import compile_constraints
@@ -130,9 +129,6 @@ class SparseMTL(MTLEstimator):
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
         "constraints": [OneOf((None,)), InstanceOf((list, tuple), "a list of constraints")],
     }
-    deprecated_params = {"seed": "it has no effect (bcd and bnb are deterministic); the MILP solver's "
-                                 "seed is solve_options=SolveOptions(seed=...).",
-                         "solver": "write algorithm={value!r}."}
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
@@ -156,23 +152,23 @@ class SparseMTL(MTLEstimator):
 
     def _check_fit(self, data: MultiTaskData) -> None:
         built = self._problem(data)
-        self._method(built[0], self._renamed("algorithm", "solver"), self.backend)
+        self._method(built[0], legacy.value(self, "algorithm"), self.backend)
         self._checked = (data, built)   # the fit that follows uses it (``_checked_problem``)
 
-    def _method(self, problem, algorithm, backend):
+    def _method(self, problem, algorithm, backend, *, warn=True):
         """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
         ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
-        on ``backend``: every refusal comes here, before any work."""
-        method = choose(problem, backend) if algorithm == "exact" else resolve(algorithm, backend)
+        on ``backend``: every refusal comes here, before any work.  ``warn``: about an old
+        spelling (False once ``check`` has)."""
+        method = (choose(problem, backend) if algorithm == "exact"
+                  else resolve(algorithm, backend, warn=warn))
         return method.check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
         problem, scaler, data = self._checked_problem(data)
-        with warnings.catch_warnings():     # check() has already warned about an old spelling
-            warnings.simplefilter("ignore", DeprecationWarning)
-            method = self._method(problem, self._renamed("algorithm", "solver"),
-                                  self.backend)   # cheap, already checked
+        method = self._method(problem, legacy.value(self, "algorithm"), self.backend,
+                              warn=False)   # cheap, already checked
         _prepared(method)
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         start = None if init is None else init.extra.get("coef_fitted")
@@ -201,14 +197,7 @@ class SparseMTL(MTLEstimator):
         the deprecated name of ``algorithm``.
         """
         self._check_is_fitted()
-        if solver is not None:   # the old keyword, kept one release
-            if algorithm != "exact":
-                raise InvalidParameterError(
-                    f"certify: solver={solver!r} is the deprecated name of algorithm=; "
-                    f"set only algorithm={algorithm!r}.")
-            warnings.warn(f"certify's solver= is deprecated and will be removed in the next "
-                          f"release: write algorithm={solver!r}.", DeprecationWarning, stacklevel=2)
-            algorithm = solver
+        algorithm = legacy.certify_algorithm(algorithm, solver)
         checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm, "solver": None,
                                 "backend": backend})
         checker.check(data)
@@ -220,9 +209,7 @@ class SparseMTL(MTLEstimator):
                 f"on this data first.")
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
-        with warnings.catch_warnings():     # check() has already warned about an old spelling
-            warnings.simplefilter("ignore", DeprecationWarning)
-            method = self._method(problem, algorithm, backend)   # cheap, already checked
+        method = self._method(problem, algorithm, backend, warn=False)   # cheap, already checked
         _prepared(method)
         deadline = Deadline(options.time_limit)
         if not method.certifies:
@@ -251,14 +238,16 @@ class SparseMTL(MTLEstimator):
         if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export
             raise InvalidParameterError(f"no {kind} model for this problem, as fit with "
                                         f"algorithm={method.name!r} refuses it: {refusal}")
-        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search).coef
+        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
+                            deadline=Deadline()).coef   # no fit, no time limit
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
         on the normalized twin of the fitted problem, M proven from the bcd answer."""
         problem, scaler, std_data = self._checked_problem(data)
-        warm = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
+        warm = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
+                       deadline=Deadline())   # the fit of the model is timed
         incumbent = warm.coef
         root = normalizing_root(problem.objective(incumbent)) or 1.0
         twin = problem.scaled(root)

@@ -1,23 +1,27 @@
 """The ARMUL family's method table: every algorithm ``ARMUL`` can run, in one place.
 
-``ARMUL`` looks its ``algorithm=`` up here (``method.lookup``), asks the method to
-``refuse`` in ``check`` (so ``mtl-opt validate`` refuses before any work) and runs it
+``ARMUL`` looks its ``algorithm=`` up here (``method.lookup``), asks the method's
+``refusal`` in ``check`` (so ``mtl-opt validate`` refuses before any work) and runs it
 through ``Method.solve``.  A method sees the problem with its structure
-(``StructuredProblem``); its run's estimate is a ``prox.ArmulEstimate`` (per-task
-coefficients, centers, and the labels or basis of the structure).
+(``StructuredProblem``), and what the structure decides on each path (its prox solver, its
+exact model's problem class by loss) is the table ``STRUCTURES``; a run's estimate is a
+``prox.ArmulEstimate`` (per-task coefficients, centers, and the labels or basis of the structure).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import __version__
 from ..deadline import Deadline
+from ..errors import InvalidParameterError, MTLOptError
 from ..formulations.armul import ArmulProblem
 from . import prox
 from .armul_scip import solve_exact
+from .backends import MIQCP, NLP, QCP
 from .method import Method, SolverRun
 from .options import SolveOptions
 
@@ -39,17 +43,34 @@ def _anything(problem: StructuredProblem, backend) -> None:
     return None
 
 
-def _exact_model(problem: StructuredProblem, backend) -> str | None:
-    """Why the exact Pyomo model does not exist or cannot be bounded here, or None."""
-    if problem.structure == "lowrank":
-        return ("ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
-                "nonconvex program SCIP's global search does not finish beyond toy sizes; use "
-                "algorithm='prox'.")
-    if problem.structure != "clustered":
-        return None
-    if problem.problem.loss != "squared" or not np.all(problem.problem.lam > 0):
-        return ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and c > 0 "
-                "(the exact model's big-M comes from them); use algorithm='prox'.")
+def _fista(problem: StructuredProblem, incumbent, anchors, options: SolveOptions, deadline: Deadline,
+           *, max_iter, **settings) -> prox.ProxRun:
+    theta0, center0 = incumbent or (None, None)
+    return prox.fista(problem.problem, theta0, center0, rel_gap=options.rel_gap, max_iter=max_iter,
+                      deadline=deadline)
+
+
+def _clusters(problem: StructuredProblem, incumbent, anchors, options: SolveOptions,
+              deadline: Deadline, *, seed, n_init, **settings) -> prox.ProxRun:
+    return prox.clustered_armul(problem.problem, problem.n_components, anchors,
+                                np.random.default_rng(seed), n_init=n_init, rel_gap=options.rel_gap,
+                                deadline=deadline)
+
+
+def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOptions,
+              deadline: Deadline, **settings) -> prox.ProxRun:
+    return prox.lowrank_armul(problem.problem, problem.n_components, anchors,
+                              rel_gap=options.rel_gap, deadline=deadline)
+
+
+_CLUSTERED_MODEL = ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and "
+                   "c > 0 (the exact model's big-M comes from them); use algorithm='prox'.")
+
+
+def _clustered_scope(problem: StructuredProblem) -> str | None:
+    """Why the clustered exact model's big-M is not proven (c = 0 or a rank-deficient task), or None."""
+    if not np.all(problem.problem.lam > 0):
+        return _CLUSTERED_MODEL
     deficient = [str(name) for name, full in zip(problem.task_names, problem.identified.all(axis=1))
                  if not full]
     if deficient:
@@ -62,21 +83,65 @@ def _exact_model(problem: StructuredProblem, backend) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Structure:
+    """What ARMUL's structure Omega decides along the method table's paths.
+
+    ``prox``: the solve of the ``prox`` method, ``(problem, incumbent, anchors, options,
+    deadline, **settings) -> ProxRun``; ``local_search``: whether that is a search from the
+    task-wise fits (``anchors``; no bound), which the exact path then starts from; ``models``:
+    loss -> the problem class of the exact model (``backends``), and ``no_model`` why a loss not
+    listed has none; ``model_scope(problem)``: why the exact model is not proven on these data.
+    """
+
+    name: str
+    prox: Callable[..., prox.ProxRun]
+    local_search: bool
+    models: Mapping[str, str]
+    no_model: str = ""
+    model_scope: Callable[[StructuredProblem], str | None] = lambda problem: None
+
+
+#: ARMUL's structures (``formulations.armul.STRUCTURES``) -> what each decides.
+STRUCTURES: dict[str, Structure] = {s.name: s for s in (
+    Structure("vanilla", _fista, False, {"squared": QCP, "logistic": NLP}),
+    Structure("clustered", _clusters, True, {"squared": MIQCP}, _CLUSTERED_MODEL, _clustered_scope),
+    Structure("lowrank", _subspace, True, {},
+              "ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
+              "nonconvex program SCIP's global search does not finish beyond toy sizes; use "
+              "algorithm='prox'."),
+)}
+
+
+def _model_class(problem: StructuredProblem) -> str | None:
+    """The problem class of the exact model of ``problem`` (None: it has none)."""
+    return STRUCTURES[problem.structure].models.get(problem.problem.loss)
+
+
+def _exact_model(problem: StructuredProblem, backend) -> str | None:
+    """Why the exact Pyomo model does not exist or cannot be bounded here, or None."""
+    structure = STRUCTURES[problem.structure]
+    if _model_class(problem) is None:
+        return structure.no_model
+    return structure.model_scope(problem)
+
+
+def exact_refusal(structure: str, loss: str, backend: str | None) -> MTLOptError | None:
+    """Why the ``exact`` method cannot run ARMUL(structure, loss) on ``backend``, from the names
+    alone (the bench asks before it reads data; the data's own refusals come with ``check``)."""
+    kind = STRUCTURES[structure].models.get(loss)
+    if kind is None:
+        return InvalidParameterError(STRUCTURES[structure].no_model)
+    return METHODS["exact"].backend_refusal(kind, backend)
+
+
 def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
           backend, *, anchors=None, seed=None, n_init=10, max_iter=20000, progress=None) -> SolverRun:
     """FISTA on vanilla ARMUL from ``incumbent`` ((theta, center) or None); the alternating
     searches of clustered / low-rank ARMUL from ``anchors`` (no bound).  Their logs are their
     own iterations' (``progress``, the live log of the exact path, is not used)."""
-    armul, k = problem.problem, problem.n_components
-    if problem.structure == "vanilla":
-        theta0, center0 = incumbent or (None, None)
-        run = prox.fista(armul, theta0, center0, rel_gap=options.rel_gap, max_iter=max_iter,
-                         deadline=deadline)
-    elif problem.structure == "clustered":
-        run = prox.clustered_armul(armul, k, anchors, np.random.default_rng(seed), n_init=n_init,
-                                   rel_gap=options.rel_gap, deadline=deadline)
-    else:
-        run = prox.lowrank_armul(armul, k, anchors, rel_gap=options.rel_gap, deadline=deadline)
+    run = STRUCTURES[problem.structure].prox(problem, incumbent, anchors, options, deadline,
+                                             seed=seed, n_init=n_init, max_iter=max_iter)
     return run.solver_run({"solver": "prox (mtl_opt)", "solver_version": __version__,
                            "bound": "dual feasible point from the iterate" if run.lower_bound is not None
                            else f"none: {problem.structure} ARMUL by alternating prox is a heuristic"})
@@ -84,11 +149,11 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
            backend, progress=None, **settings) -> SolverRun:
-    """The exact model; clustered, from the prox heuristic's answer (over its restarts), which the
-    exact path never returns worse than, and keeps when the backend finds nothing in time (the
-    heuristic takes about 0.3 s at m = 30: it runs first, on the fit's deadline)."""
+    """The exact model; after a local search (clustered), from its answer (over its restarts),
+    which the exact path never returns worse than, and keeps when the backend finds nothing in
+    time (the heuristic takes about 0.3 s at m = 30: it runs first, on the fit's deadline)."""
     heuristic = None
-    if problem.structure == "clustered":
+    if STRUCTURES[problem.structure].local_search:
         heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
     return solve_exact(problem.problem, problem.structure, problem.n_components, options,
                        deadline, backend or "scip", progress, heuristic=heuristic)
@@ -100,7 +165,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, "
            "low-rank; no bound)", None, "dual feasible point from the iterate (vanilla)"),
     Method("exact", ("scip", "gurobi"), True, _exact_model, _exact,
-           "the exact Pyomo model (vanilla QCP / NLP, clustered MIQCP)", None,
+           "the exact Pyomo model (vanilla QCP / NLP, clustered MIQCP)", _model_class,
            "our dual bound at the backend's point (vanilla); the least safe vanilla bound over "
            "the partitions of the tasks (clustered)"),
 )}

@@ -70,7 +70,7 @@ class BcdRun:
 @one_blas_thread
 def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter: int = 1000,
             tol: float = 1e-7, local_search: bool = True, max_swaps: int = 10_000,
-            deadline: Deadline | None = None) -> BcdRun:
+            deadline: Deadline) -> BcdRun:
     """Run the heuristic; returns the ``BcdRun`` of the best of its starts.
 
     With ``init`` (K, p) that is the only start.  Without, the starts are
@@ -86,7 +86,7 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     Side constraints that no support meets raise InvalidParameterError first
     (``SideConstraints.check_admits``).
     """
-    clock, deadline = time.perf_counter(), deadline or Deadline()
+    clock = time.perf_counter()
     problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
     run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
                                        deadline)

@@ -131,7 +131,7 @@ _NEGLIGIBLE = -40.0
 
 @one_blas_thread
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
-              node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None,
+              node_iterations: int = NODE_ITERATIONS, deadline: Deadline,
               screening: bool = True, progress: Progress | None = None) -> SolverRun:
     """Best-first branch and bound from ``incumbent`` (e.g. the BCD solution).
 
@@ -139,7 +139,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     gets its own tree: one joint tree would branch over the product of theirs.
     Bounds and objectives add up; each step expands ``BATCH`` nodes of the task with the
     widest gap, until the summed gap is within ``rel_gap`` or ``abs_gap``, or
-    ``deadline`` (default: ``options.time_limit`` from now) passes; a node bounded
+    ``deadline`` (the fit's) passes; a node bounded
     when it passes keeps the best dual value found so far (valid for every r).
     ``screening=False`` splits nodes without fixing entries by their children's bounds.
     The log (``progress``, default a new one) has a row after the first step, then one a
@@ -155,7 +155,6 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
                          [], {"solver": "mtl_opt", "solver_version": __version__,
                               "why": "the included features exceed s",
                               "bound": "none: infeasible"})
-    deadline = deadline or Deadline(options.time_limit)
     progress = progress or Progress(options.verbose)
     progress.update(problem.objective(incumbent), None, 0, force=True)   # before the roots' bounds
     if problem.common_support or problem.lambda_zbar or problem.lambda_bbar:

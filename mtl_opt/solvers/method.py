@@ -2,8 +2,9 @@
 
 A family lists its algorithms as ``Method`` records in one table (e.g.
 ``solvers.sparse_methods.METHODS``); the estimator, ``certify``, instance files
-and the bench all look a name up there (``lookup``), ask ``Method.refuse``
-before any work, and call ``Method.solve``, which returns a ``SolverRun``.
+and the bench all look a name up there (``lookup``), ask ``Method.refusal``
+(the method's own refusal and its backend's capability, decided from the problem) before any
+work, and call ``Method.solve``, which returns a ``SolverRun``.
 ``final_status`` turns that run into the ``FitResult`` status: it is the one
 place in the package that says ``optimal``.
 """
@@ -14,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidParameterError
+from ..errors import CapabilityError, InvalidParameterError, MTLOptError
 from ..result import STOPS, Status, checked_bound, relative_gap
-from .backends import pick_backend
+from .backends import get_backend
 
 #: Keys of every exact run's ``SolverRun.log`` rows (``solvers.progress``: one row format on every
 #: path, a row at least every ``progress.EVERY`` seconds): ``time`` (s since the run began),
@@ -83,12 +84,14 @@ class Method:
     """One algorithm of a family.
 
     ``backends``: the backend names it runs on (``(None,)`` for a method in numpy; the first is
-    the default); ``problem_class``: what that backend must solve (``backends.pick_backend``).
+    the default); ``problem_class``: what that backend must solve, a class of ``backends`` or a
+    function of the problem giving it (None: no backend, or a problem the method refuses).
     ``certifies``: whether its runs carry a proven lower bound, and ``bound_source`` says what
     that bound is.  ``refuse(problem, backend)`` says why it cannot run (None when it can),
-    cheaply, before any work.  ``solve(problem, incumbent, options, deadline, backend,
-    **settings) -> SolverRun``: ``deadline`` is the fit's (``mtl_opt.deadline``); an exact
-    method's settings include ``progress`` (``solvers.progress.Progress``: its live log).
+    cheaply, before any work; ``refusal`` adds the backend's side.  ``solve(problem, incumbent,
+    options, deadline, backend, **settings) -> SolverRun``: ``deadline`` is the fit's
+    (``mtl_opt.deadline``); an exact method's settings include ``progress``
+    (``solvers.progress.Progress``: its live log).
     ``prepare()`` (None: nothing) does the work a method needs once per process, such as compiling
     kernels; estimators call it after ``check`` and before their deadline starts, so no time limit
     pays for it and ``check`` (``mtl-opt validate``) never does.
@@ -100,37 +103,56 @@ class Method:
     refuse: Callable[[Any, str | None], str | None]
     solve: Callable[..., SolverRun]
     description: str = ""
-    problem_class: str | None = None
+    problem_class: str | Callable[[Any], str | None] | None = None
     bound_source: str | None = None
     prepare: Callable[[], Any] | None = None
 
-    def refusal(self, problem, backend: str | None) -> str | None:
-        """Why this method cannot run ``problem`` on ``backend`` (None: the default one), or None."""
+    def refusal(self, problem, backend: str | None) -> MTLOptError | None:
+        """Why this method cannot run ``problem`` on ``backend`` (None: the default one), as the
+        error ``check`` raises, or None: the one capability decision of every family, made from
+        the problem and the backends' capability flags (no solver is imported)."""
+        problem_class = (self.problem_class(problem) if callable(self.problem_class)
+                         else self.problem_class)
+        return (self.backend_refusal(problem_class, backend)
+                or _refused(self.refuse(problem, backend)))
+
+    def backend_refusal(self, problem_class: str | None, backend: str | None) -> MTLOptError | None:
+        """Why ``backend`` (None: the default) cannot run this method on a ``problem_class``
+        problem: a CapabilityError naming who can when the backend cannot solve that class, an
+        InvalidParameterError when the method does not run on it; None when it can."""
+        used = self.backend_for(backend)
+        if used is not None and problem_class is not None:
+            try:
+                get_backend(used).check(problem_class)
+            except CapabilityError as exc:
+                return CapabilityError(f"algorithm={self.name!r} needs {problem_class.upper()} "
+                                       f"here: {exc}")
         if backend is not None and backend not in self.backends:
             runs_on = ("mtl_opt itself (no backend)" if self.backends == (None,)
                        else " or ".join(repr(b) for b in self.backends))
-            return f"algorithm={self.name!r} runs on {runs_on}; got backend={backend!r}"
-        return self.refuse(problem, backend)
-
-    def check_backend(self, backend: str | None) -> None:
-        """Raise the backend's own error when it is missing or cannot solve ``problem_class``."""
-        if self.problem_class is not None:
-            pick_backend(self.problem_class, backend)
+            return InvalidParameterError(
+                f"algorithm={self.name!r} runs on {runs_on}; got backend={backend!r}")
+        return None
 
     def check(self, problem, backend: str | None) -> "Method":
-        """This method, once its backend can serve (``check_backend``) and it has not refused
-        ``problem`` (``refusal``: an InvalidParameterError); every estimator asks here, before
+        """This method, once it has not refused ``problem`` on ``backend`` (``refusal``) and that
+        backend is installed (else SolverUnavailableError); every estimator asks here, before
         any work."""
-        self.check_backend(self.backend_for(backend))
         refusal = self.refusal(problem, backend)
         if refusal is not None:
-            raise InvalidParameterError(refusal)
+            raise refusal
+        if self.backend_for(backend) is not None:
+            get_backend(self.backend_for(backend))._require_available()
         return self
 
     def backend_for(self, backend: str | None) -> str | None:
         """The backend a run asked for ``backend`` uses: it, or the method's default (None: the
         method runs in mtl_opt itself)."""
         return backend if backend is not None else self.backends[0]
+
+
+def _refused(reason: str | None) -> InvalidParameterError | None:
+    return None if reason is None else InvalidParameterError(reason)
 
 
 def lookup(table: Mapping[str, Method], name: str, what: str = "method") -> Method:

@@ -77,8 +77,8 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
               options: SolveOptions | None = None, deadline: Deadline | None = None,
               median: SolverRun | None = None) -> MolarFit:
     """Algorithm 1 from per-task fits: weighted median (by ``method``, a ``molar_methods``
-    entry, on ``backend`` until ``deadline``; or ``median``, solved already), fill, then
-    thresholding toward it.
+    entry, on ``backend`` with the fit's ``options`` until its ``deadline``, which the closed
+    form does not need; or ``median``, solved already), fill, then thresholding toward it.
 
     The one implementation behind ``MOLAR``, ``molar_coefs`` and ``MOLARLogistic``; the
     rule for coordinates a task does not use is in ``MOLAR``'s docstring.
@@ -88,7 +88,7 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
     weights = n / sigma**2
     clock = time.perf_counter()
     result = median if median is not None else solve_median(
-        method, median_problem(fits, weights), options or SolveOptions(), deadline or Deadline(), backend)
+        method, median_problem(fits, weights), options, deadline, backend)
     log = [{"stage": "median", "time": time.perf_counter() - clock}]
     clock = time.perf_counter()
     z = result.estimate

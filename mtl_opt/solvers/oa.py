@@ -62,7 +62,7 @@ MIQP_FEASTOL = (1e-9, 1e-6)
 
 def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
              incumbent: np.ndarray, *, max_iter: int = 500, print_log: bool = False,
-             deadline: Deadline | None = None, progress: Progress | None = None) -> SolverRun:
+             deadline: Deadline, progress: Progress | None = None) -> SolverRun:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
     Initial cuts: at the incumbent's support and at the supports of its best
@@ -72,11 +72,10 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     iterations only send the new cuts, and the LP rounds restart from the last
     basis), with the incumbent's support as a MIP start.  Stops ``converged``
     when the proven relative gap is <= ``rel_gap`` or the master repeats a
-    support, else at ``time_limit`` or ``iteration_limit``.  ``deadline`` (default: ``options.time_limit``
-    from now) bounds the whole call.  ``progress`` (default: a new one, printed with
+    support, else at ``time_limit`` or ``iteration_limit``.  ``deadline`` (the fit's)
+    bounds the whole call.  ``progress`` (default: a new one, printed with
     ``print_log`` or ``options.verbose``) keeps the log; its ``nodes`` are the masters' nodes so far.
     """
-    deadline = deadline or Deadline(options.time_limit)
     progress = progress or Progress(print_log or options.verbose)
     user_options = options.solver_options
     options = exact_options(backend, options)
@@ -208,8 +207,8 @@ def initial_master(problem: SparseProblem, incumbent: np.ndarray,
 
 
 def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backend,
-              options: SolveOptions, max_rounds: int = ROOT_ROUNDS,
-              deadline: Deadline | None = None, progress: Progress | None = None) -> list[float]:
+              options: SolveOptions, max_rounds: int = ROOT_ROUNDS, *,
+              deadline: Deadline, progress: Progress | None = None) -> list[float]:
     """Kelley's loop on the master's LP relaxation: cuts at fractional supports.
 
     Each round solves the relaxation, takes the minimizer of the perspective
@@ -226,7 +225,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     bounds = []
     try:
         for _ in range(max_rounds):
-            if deadline is not None and deadline.expired():
+            if deadline.expired():
                 break
             margin = dual_bound_margin(master, backend.dual_tolerance(options))
             run = backend.solve(master, "lp", options, persistent=True, deadline=deadline,
@@ -271,14 +270,13 @@ def _nearby_supports(problem, B, deadline=None):
 
 def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
                incumbent: np.ndarray, *, perspective: bool = True,
-               deadline: Deadline | None = None, progress: Progress | None = None) -> SolverRun:
+               deadline: Deadline, progress: Progress | None = None) -> SolverRun:
     """The Big-M MIQP on ``backend`` (SCIP), with M proven from the incumbent's objective.
 
-    ``deadline`` (default: ``options.time_limit`` from now) bounds the build and the solve.
+    ``deadline`` (the fit's) bounds the build and the solve.
     ``progress`` (default: a new one) keeps the log: the backend's heartbeat with its dual bound
     during the solve, the incumbent the objective of the point held (the start until the end).
     """
-    deadline = deadline or Deadline(options.time_limit)
     progress = progress or Progress(options.verbose)
     best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
     if isinstance(best, SolverRun):

@@ -44,11 +44,11 @@ FEASTOL = 1e-10
 
 
 def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
-                         incumbent: np.ndarray, *, deadline: Deadline | None = None,
+                         incumbent: np.ndarray, *, deadline: Deadline,
                          progress: Progress | None = None) -> SolverRun:
     """Outer approximation as one SCIP branch-and-bound from ``incumbent`` (e.g. the BCD solution).
 
-    ``deadline`` (default: ``options.time_limit`` from now) bounds the whole call: SCIP gets
+    ``deadline`` (the fit's, ``mtl_opt.deadline``) bounds the whole call: SCIP gets
     what is left after the master is built, and is not started when nothing is.  ``progress``
     (default: a new one) keeps the log.
     """
@@ -56,7 +56,6 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
 
     backend = get_backend("scip")
     backend.check("milp")
-    deadline = deadline or Deadline(options.time_limit)
     progress = progress or Progress(options.verbose)
     user_options = options.solver_options
     options = exact_options(backend, options)

@@ -72,7 +72,7 @@ def block_soft_threshold(V: np.ndarray, tau: np.ndarray) -> np.ndarray:
 
 
 def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel_gap=1e-6,
-          max_iter=20000, check_every=10, deadline: Deadline = Deadline()) -> ProxRun:
+          max_iter=20000, check_every=10, deadline: Deadline) -> ProxRun:
     """Vanilla ARMUL (one free center), or the Theta-step for fixed ``centers`` (m, d).
 
     Gap stopping: every ``check_every`` iterations the best dual bound so far
@@ -137,8 +137,8 @@ def _nearest(theta, centers) -> np.ndarray:
     return np.argmin(((theta[:, None, :] - centers[None]) ** 2).sum(axis=2), axis=1)
 
 
-def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=100,
-                      deadline: Deadline = Deadline()):
+def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=100, *,
+                      deadline: Deadline):
     """Yield each new (labels, centers) of ``n_init`` k-means++ starts refined by Lloyd's
     iterations, as it is found; after the first, none once ``deadline`` passes."""
     found = set()
@@ -160,7 +160,7 @@ def seeded_partitions(anchors: np.ndarray, k: int, rng, n_init: int, max_iter=10
 
 
 def clustered_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, rng, *, n_init=10,
-                    rel_gap=1e-8, max_rounds=100, deadline: Deadline = Deadline()) -> ProxRun:
+                    rel_gap=1e-8, max_rounds=100, deadline: Deadline) -> ProxRun:
     """Alternate exact per-cluster vanilla fits and nearest-center labels from each seeded
     partition; the best, ``converged`` or, when ``deadline`` cut the search, ``time_limit``."""
     best = None
@@ -199,7 +199,7 @@ def weighted_low_rank(theta: np.ndarray, weights: np.ndarray, k: int):
 
 
 def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap=1e-8,
-                  max_rounds=200, tol=1e-7, irls_steps=5, deadline: Deadline = Deadline()) -> ProxRun:
+                  max_rounds=200, tol=1e-7, irls_steps=5, deadline: Deadline) -> ProxRun:
     """Alternate three descent steps from an SVD start:
 
     Theta given Gamma (certified convex step); for the squared loss, (B, Z)
@@ -228,11 +228,12 @@ def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap
     return ProxRun(theta, gamma, objective, None, status, rounds, log, {"basis": basis})
 
 
-def clustered_mtl(problem: ArmulProblem, k: int, anchors, rng, *, n_init=10, max_rounds=100) -> ProxRun:
+def clustered_mtl(problem: ArmulProblem, k: int, anchors, rng, *, n_init=10, max_rounds=100,
+                  deadline: Deadline) -> ProxRun:
     """min over centers and labels of sum_j w_j f_j(beta_{z_j}): alternate pooled fits and labels."""
     zero = problem.with_lam(0.0)
     best = None
-    for labels, centers in seeded_partitions(anchors, k, rng, n_init):
+    for labels, centers in seeded_partitions(anchors, k, rng, n_init, deadline=deadline):
         centers = centers.copy()
         for rounds in range(1, max_rounds + 1):
             for g in np.unique(labels):

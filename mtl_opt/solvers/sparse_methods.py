@@ -3,9 +3,8 @@
 ``SparseMTL``, its ``certify``, instance files and the bench all resolve an
 ``algorithm=`` name here (``resolve``), ask the method to ``refuse`` before any
 work, and run it through ``run_exact`` (an exact method from an incumbent) or
-``METHODS["bcd"].solve`` (the heuristic).  Old spellings still work:
-``algorithm="oa"`` is multi-tree OA, except with ``backend="scip"``, where it meant
-single-tree OA and still does, with a DeprecationWarning.
+``METHODS["bcd"].solve`` (the heuristic).  Old spellings (``algorithm="oa"``) are translated by
+``mtl_opt.legacy``.
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-import warnings
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, legacy
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
@@ -127,8 +125,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "branch and bound, perspective-dual node bounds",
            None, "smallest open node's perspective dual bound", _bnb_module),
 )}
-#: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spelling "oa".
-NAMES = (*METHODS, "exact", "oa")
+#: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spellings.
+NAMES = (*METHODS, "exact", *legacy.SPARSE_ALGORITHMS)
 
 #: The order in which ``algorithm="exact"`` tries the certifying methods, by regime
 #: (BENCHMARKS.md, "Exact sparse solvers"): when some task lends no curvature (n_k <= its
@@ -155,19 +153,11 @@ def choose(problem: SparseProblem, backend: str | None) -> Method:
                                 + "\n  ".join(reasons))
 
 
-def resolve(algorithm: str, backend: str | None) -> Method:
-    """The method ``algorithm`` names on ``backend`` (old spellings mapped, with a warning where
-    their meaning is deprecated); an unknown name lists the valid ones."""
-    if algorithm == "oa":
-        if backend != "scip":
-            return METHODS["oa_multi_tree"]
-        warnings.warn("algorithm='oa' with backend='scip' means single-tree outer approximation; "
-                      "write algorithm='oa_single_tree' (or algorithm='oa_multi_tree' for the "
-                      "multi-tree loop on SCIP): after this release 'oa' will mean multi-tree on "
-                      "every backend.",
-                      DeprecationWarning, stacklevel=3)
-        return METHODS["oa_single_tree"]
-    return lookup(METHODS, algorithm, "sparse algorithm")
+def resolve(algorithm: str, backend: str | None, *, warn: bool = True) -> Method:
+    """The method ``algorithm`` names on ``backend`` (an old spelling translated by
+    ``legacy.sparse_algorithm``, which warns unless ``warn`` is False); an unknown name lists
+    the valid ones."""
+    return lookup(METHODS, legacy.sparse_algorithm(algorithm, backend, warn=warn), "sparse algorithm")
 
 
 def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,

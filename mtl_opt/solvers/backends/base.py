@@ -240,7 +240,7 @@ class Backend(abc.ABC):
 
     def solve(self, model: pyo.Block, problem_class: str, opts: SolveOptions | None = None, *,
               start: Iterable[tuple[Any, float]] | None = None,
-              persistent: bool = False, deadline: Deadline | None = None,
+              persistent: bool = False, deadline: Deadline,
               progress: Callable[[float | None, float | None, int | None], None] | None = None,
               ) -> BackendResult:
         """Solve the minimization ``model`` as a ``problem_class`` problem.
@@ -253,7 +253,7 @@ class Backend(abc.ABC):
         start where the backend takes one (HiGHS; it completes the continuous
         variables itself); with ``persistent`` the solver that last solved this
         same ``model`` is reused, so only what changed (e.g. new cuts) is sent.
-        ``deadline`` (default: ``opts.time_limit`` from now) bounds the whole
+        ``deadline`` (the fit's) bounds the whole
         call, translation included: the solver's own limit is set to what is
         left when it starts, and a deadline that passes first ends the call
         with status ``time_limit`` and no solution, the solver not started.
@@ -263,7 +263,6 @@ class Backend(abc.ABC):
         """
         self._check_request(model, problem_class)
         opts = SolveOptions() if opts is None else opts
-        deadline = deadline or Deadline(opts.time_limit)
         self._reject_bad_options(opts.solver_options)
         options = self.native_options(opts)
         if problem_class == LP:
