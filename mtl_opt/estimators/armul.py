@@ -17,6 +17,7 @@ from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns
+from ..reductions import Responses, ResponseScale
 from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_methods import METHODS, StructuredProblem
@@ -44,8 +45,8 @@ class GLMTasks(MTLEstimator):
     (``MultiTaskData.standardize(how="pooled")``, whose centred y is not used);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
     other coefficient.  With the squared loss the solvers see y without its common
-    level and at unit scale (``ResponseScale``); estimates, objectives and bounds are
-    mapped back exactly, so reported values are on the data's scale.
+    level and over a power of 2 near its RMS (``reductions.ResponseScale``); estimates,
+    objectives and bounds are mapped back exactly, so reported values are on the data's scale.
     """
 
     #: The penalty scale of ``_problem``: ARMUL's parameter ``c``; 0 for the baselines.
@@ -66,11 +67,11 @@ class GLMTasks(MTLEstimator):
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
         self._identified = self._identified_columns(data) if self._uses_identified() else None
-        scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
-                 if self.loss == "squared" else formulation.ResponseScale())
+        scale = (ResponseScale.of(data.ys, self._level_moves_intercepts_only())
+                 if self.loss == "squared" else ResponseScale())
         self._response_scale = scale
-        ys = [(y - scale.level) / scale.factor for y in data.ys]
-        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=self.c / scale.factor)
+        twin, _ = scale.apply(Responses(tuple(data.ys), self.c, Xs[0].shape[1]))
+        return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c)
 
     def _identified_columns(self, data: MultiTaskData) -> np.ndarray:
         """(m, d): the columns each task's least squares can estimate (the intercept first), by
@@ -92,16 +93,13 @@ class GLMTasks(MTLEstimator):
 
     def _restored(self, run: prox.ProxRun) -> prox.ProxRun:
         """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
-        scale = self._response_scale
+        inverse = self._response_scale.inverse(run.theta.shape[-1])
         extra = dict(run.extra)
         if "centers" in extra:
-            extra["centers"] = scale.to_original(extra["centers"])
-        values = ("objective", "incumbent", "lower_bound")   # the log's figures too
-        log = [{key: scale.value(value) if key in values else value for key, value in row.items()}
-               for row in run.log]
-        return prox.ProxRun(scale.to_original(run.theta), scale.to_original(run.centers),
-                            scale.value(run.objective), scale.value(run.lower_bound), run.status,
-                            run.n_iter, log, extra)
+            extra["centers"] = inverse.estimate(extra["centers"])
+        return prox.ProxRun(inverse.estimate(run.theta), inverse.estimate(run.centers),
+                            inverse.value(run.objective), inverse.value(run.lower_bound), run.status,
+                            run.n_iter, inverse.log(run.log), extra)
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -244,7 +242,7 @@ class ARMUL(GLMTasks):
     feasible point built from the final iterate, less a bound on its float64
     rounding (see the formulation), and ``optimal`` means a proven relative
     gap <= rel_gap.  With the squared loss every solver works on y without its
-    common level and at unit scale (``ResponseScale``; not the level for
+    common level and near unit scale (``ResponseScale``; not the level for
     low-rank, whose rank constraint binds the intercepts too).  algorithm="exact":
     vanilla, our dual bound at SCIP's point; clustered, the least safe bound over the
     partitions of the tasks (``solvers.armul_partitions``, up to 8 tasks; beyond, the
@@ -376,8 +374,7 @@ class ARMUL(GLMTasks):
             model, "scip", "qcp" if vanilla else "miqcp", components, *self._spec_key(data),
             decode=lambda solved: read_solution(solved, problem, self.structure),
             objective=lambda estimate: scale.value(problem.objective(*estimate[:2])), finish=finish,
-            objective_scale=scale.value(1.0), bound_cap=None if vanilla else at_zero,
-            y_scale=scale.factor,
+            inverse=scale.inverse(problem.d), bound_cap=None if vanilla else at_zero,
             notes=f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
                   f"(y - y_level) / y_scale; the model's own objective is reported on the data's "
                   f"scale (times y_scale^2), a replaced one on the model's."

@@ -7,10 +7,10 @@ import numpy as np
 from ..data import MultiTaskData
 from ..formulations.least_squares import build_least_squares_model, ols, rounding_factor, with_intercept
 from ..identifiability import identified_columns
+from ..reductions import ObjectiveScale
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from ..solvers.method import NO_BOUND, SolverRun, final_status
-from ..solvers.sparse_methods import normalizing_root
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, MTLEstimator
 
@@ -120,7 +120,8 @@ def _least_squares_result(method, data, coef, intercept, objective, lower, objec
 def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
     """The least-squares QP of ``estimator`` on ``data`` (``build_least_squares_model``) with y
     divided by y_scale, the power of 2 that puts the objective at the estimator's own fit near 1."""
-    root = normalizing_root(estimator._fit(data).objective) or 1.0
+    inverse = ObjectiveScale.near(estimator._fit(data).objective).inverse
+    root = inverse.scale
     levels = (np.full(data.n_tasks, np.concatenate(data.ys).mean()) if pooled
               else np.array([y.mean() for y in data.ys])) if estimator.fit_intercept \
         else np.zeros(data.n_tasks)
@@ -141,8 +142,8 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
     }
 
     def decode(solved):
-        return (indexed_values(solved, "beta", K, p) * root,
-                indexed_values(solved, "intercept", K) * root + levels)
+        return (inverse.estimate(indexed_values(solved, "beta", K, p)),
+                inverse.estimate(indexed_values(solved, "intercept", K)) + levels)
 
     def objective(estimate):
         coef, intercept = estimate
@@ -154,7 +155,7 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
                                      run.lower_bound, "")
 
     return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,
-                     objective=objective, finish=finish, objective_scale=root**2, y_scale=root,
+                     objective=objective, finish=finish, inverse=inverse,
                      notes=f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
                            f"near 1, "
                            f"solver tolerances are absolute); y_level = {levels.tolist()} (the "

@@ -183,10 +183,10 @@ class MOLAR(MTLEstimator):
         differences needs no conversion): z[k] = (coefficient k - y_offset[k]) / y_scale."""
         fits, sigma = self._local_fits(data)
         problem = median_problem(fits, data.n_samples / sigma**2)
-        frame = formulation.MedianFrame.of(*problem)
-        scale = float(np.max(frame.scale))
-        frame = frame._replace(scale=np.full_like(frame.scale, scale))
-        model = formulation.build_median_lp(*frame.to_unit(*problem))
+        frame = formulation.MedianFrame.of(*problem, uniform=True)
+        twin, inverse = frame.apply(problem)
+        scale = float(frame.scale[0])
+        model = formulation.build_median_lp(*twin)
         names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         components = {
             "covariates": f"indices 0..{len(names) - 1} of the stacked coefficients ({', '.join(names)})",
@@ -203,9 +203,8 @@ class MOLAR(MTLEstimator):
 
         return ModelSpec(
             model, "highs", "lp", components, *self._spec_key(data),
-            decode=lambda solved: frame.z_from_unit(indexed_values(solved, "z", len(names))),
-            objective=problem.objective, finish=finish,
-            objective_scale=frame.weight_scale * scale, y_scale=scale, y_offset=frame.centre,
+            decode=lambda solved: inverse.estimate(indexed_values(solved, "z", len(names))),
+            objective=problem.objective, finish=finish, inverse=inverse,
             notes=f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
                   f"y_offset = {np.array2string(frame.centre, precision=6)}: a bound c on "
                   f"coefficient k is z[k] <= (c - y_offset[k]) / y_scale; the thresholding "

@@ -19,7 +19,8 @@ from ..deadline import Deadline
 from ..solvers.method import final_status
 from ..solvers.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
 from ..solvers.options import SolveOptions
-from ..solvers.sparse_methods import METHODS, NAMES, choose, normalizing_root, resolve, run_exact
+from ..reductions import ObjectiveScale
+from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -260,10 +261,11 @@ class SparseMTL(MTLEstimator):
         on the normalized twin of the fitted problem, M proven from the bcd answer."""
         problem, scaler, std_data = self._checked_problem(data)
         incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)
-        root = normalizing_root(problem.objective(incumbent)) or 1.0
-        twin = problem.scaled(root)
-        model = miqp_model(twin, incumbent / root)
-        units = ("standardized coefficient" if scaler else "coefficient") + f" / {root:g} (y_scale)"
+        scale = ObjectiveScale.near(problem.objective(incumbent))
+        twin, inverse = scale.apply(problem)
+        root = scale.root
+        model = miqp_model(twin, inverse.to_twin(incumbent))
+        units = ("standardized coefficient" if self.standardize else "coefficient") + f" / {root:g} (y_scale)"
         named = {
             "tasks": f"task indices 0..{data.n_tasks - 1} ({', '.join(map(str, data.task_names))})",
             "features": f"feature indices 0..{data.n_features - 1} "
@@ -278,7 +280,7 @@ class SparseMTL(MTLEstimator):
             "t": "t[k, j] >= beta[k, j]^2 / z[k, j] (rows perspective[k, j]): the ridge part",
             "mean": "mean[j]: beta averaged over the tasks (Bbar term)",
             "w": "w[j, k, l] >= |z[k, j] - z[l, j]| (Zbar term)",
-            "obj": f"F / y_scale^2 ({self.variant}" + (", standardized data)" if scaler else ")"),
+            "obj": f"F / y_scale^2 ({self.variant}" + (", standardized data)" if self.standardize else ")"),
         }
         components = {name: text for name, text in named.items()
                       if model.component(name) is not None and len(model.component(name)) > 0}
@@ -286,7 +288,7 @@ class SparseMTL(MTLEstimator):
         def decode(solved):
             beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
                        for name in ("beta", "z"))
-            return np.where(z > 0.5, beta, 0.0) * root, z > 0.5
+            return inverse.estimate(np.where(z > 0.5, beta, 0.0)), z > 0.5
 
         def finish(run, options):
             self.n_iter_ = n_iter
@@ -297,7 +299,7 @@ class SparseMTL(MTLEstimator):
         return ModelSpec(
             model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
             objective=lambda estimate: problem.objective(*estimate), finish=finish,
-            objective_scale=root**2, y_scale=root,
+            inverse=inverse,
             widen=lambda solved, level: widen_miqp_box(solved, twin, level), unboxed=unboxed_miqp,
             bound_cap=model.big_m_level,
             notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
@@ -308,17 +310,20 @@ class SparseMTL(MTLEstimator):
                    f"box is proven for.  A beta whose z is 0 is read as exactly 0."))
 
     def _problem(self, data):
-        """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify."""
+        """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify.
+
+        The data are centred once, by ``standardize`` (with or without scaling), so the problem
+        holds no intercept terms of its own; the Scaler maps coefficients back."""
         scaler = None
         excluded = data.unidentified(self.fit_intercept, collinear=False)
-        if self.standardize:
-            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
+        if self.standardize or self.fit_intercept:
+            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=self.standardize)
         side = compile_constraints(self.constraints, data.task_names, data.feature_names,
-                                   scaler.x_scale if scaler else None)
+                                   scaler.x_scale if self.standardize else None)
         problem = SparseProblem.from_data(
             data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
-            fit_intercept=self.fit_intercept, excluded=excluded, side=side)
+            fit_intercept=False, excluded=excluded, side=side)
         return problem, scaler, data
 
     def _result(self, problem, scaler, data, run, method, backend, options) -> FitResult:
@@ -334,7 +339,7 @@ class SparseMTL(MTLEstimator):
             method=self.method, coef=coef, intercept=intercept_orig,
             objective=problem.objective(B, z), lower_bound=run.lower_bound,
             status=final_status(run, options.rel_gap),
-            objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
+            objective_name=f"F ({self.variant}" + (", standardized data)" if self.standardize else ")"),
             bound_source=run.native.get("bound"),
             solver=f"{method.name} ({run.native['solver']})",
             algorithm=method.name, backend=method.backend_for(backend),

@@ -55,45 +55,6 @@ STRUCTURES = ("vanilla", "clustered", "lowrank")
 COUPLINGS = ("vanilla", "pooled", "independent", "fixed")
 
 
-@dataclass(frozen=True)
-class ResponseScale:
-    """y = level + factor * y' (squared loss): the problem is solved on y', mapped back exactly.
-
-    With a column of ones (intercept, column 0), shifting y by a common level shifts the
-    intercept of every theta_j and of the centers by it and leaves F unchanged; and
-    F(Theta, Gamma; y, lambda) = factor^2 F(Theta', Gamma'; y', lambda / factor) with
-    Theta = factor Theta' (+ level in column 0).  So y' has no common level and unit root mean
-    square, lambda' = lambda / factor, c' = c / factor, and objectives and bounds scale by
-    factor^2: every tolerance of the solve is relative to the data's own scale.
-    """
-
-    level: float = 0.0
-    factor: float = 1.0
-
-    @classmethod
-    def of(cls, ys, has_intercept: bool) -> "ResponseScale":
-        """Level: the pooled mean of y (with an intercept); factor: the RMS of y - level."""
-        y = np.concatenate([np.asarray(v, dtype=float) for v in ys])
-        level = float(np.mean(y)) if has_intercept else 0.0
-        rms = float(np.sqrt(np.mean((y - level) ** 2)))
-        return cls(level, rms if np.isfinite(rms) and rms > 0 else 1.0)
-
-    def to_scaled(self, coef) -> np.ndarray:
-        """Rows of coefficients (intercept in column 0 when there is a level) -> y' scale."""
-        out = np.array(coef, dtype=float)
-        out[..., 0] -= self.level
-        return out / self.factor
-
-    def to_original(self, coef) -> np.ndarray:
-        out = np.array(coef, dtype=float) * self.factor
-        out[..., 0] += self.level
-        return out
-
-    def value(self, scaled_value):
-        """An objective or bound on the y' scale -> the data's scale (None stays None)."""
-        return None if scaled_value is None else self.factor**2 * scaled_value
-
-
 @dataclass(frozen=True, eq=False)
 class ArmulProblem:
     """One ARMUL instance: padded designs (m, n_max, d), responses, weights and penalties.

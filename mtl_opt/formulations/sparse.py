@@ -21,7 +21,9 @@ and estimators report it as ``support_``.
 
 Intercepts are unpenalized, so they are profiled out exactly by centering
 each task's X and y (b_k = mean(y_k) - mean(X_k) beta_k); ``SparseProblem``
-stores the centered data and evaluates F with the optimal intercepts.
+stores the centered data and evaluates F with the optimal intercepts.  The data are centred
+once (``reductions.centred``): by ``from_data``, or before it by ``standardize`` (SparseMTL,
+which then builds the problem without intercept terms).
 
 For binary z, sum_k ||z_k - z_bar||^2 = sum_j (S_j - S_j^2 / K) with
 S_j = sum_k z_jk.  Variants fix which penalties may be non-zero and whether
@@ -47,6 +49,7 @@ import scipy.sparse.linalg
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..deadline import Deadline
+from ..reductions import centred
 from .constraints import SideConstraints
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
@@ -69,20 +72,6 @@ MIN_RELATIVE_CURVATURE = 1e-8
 #: Cut slopes below this are folded into the cut's constant (``Cut.for_solver``): the solvers'
 #: zero tolerance, on the normalized problem whose objective is near 1.
 SMALL_SLOPE = 1e-9
-
-
-def _centered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean over axis 0, values - mean), by the corrected two-pass algorithm.
-
-    At a large common level (y ~ 1e9 with a spread of 1e-4) the rounded mean is off by ~1e-7,
-    which the centred values keep as a constant shift d: F then gains d^2 / 2 at every B, and a
-    bound on it can exceed the true optimum.  The second pass subtracts the mean of the centred
-    values, which rounds relative to the spread, not the level (Chan, Golub and LeVeque 1983).
-    """
-    mean = values.mean(axis=0)
-    centred = values - mean
-    shift = centred.mean(axis=0)
-    return mean + shift, centred - shift
 
 
 def zbar_penalty(support: np.ndarray):
@@ -156,7 +145,7 @@ class SparseProblem:
                     f"variant {variant!r} has no {name[7:]} term, so {name} must be 0; got "
                     f"{value!r}. Pick a variant with that term ({', '.join(v for v in VARIANTS if name[7:] in v)}).")
         if fit_intercept:
-            (x_means, Xs), (y_means, ys) = (zip(*map(_centered, values)) for values in (data.Xs, data.ys))
+            (x_means, Xs), (y_means, ys) = (zip(*map(centred, values)) for values in (data.Xs, data.ys))
             x_means, y_means = np.array(x_means), np.array(y_means)
         else:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)

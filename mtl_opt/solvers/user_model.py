@@ -17,8 +17,8 @@ deactivated or rewritten, or a binary variable relaxed, is refused before the so
 edited model, lowered by the margin its dual-feasibility tolerance allows
 (``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
 with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
-``ModelSpec``), then mapped to the reported scale (times ``objective_scale``: a power of 4 for
-SparseMTL, the OLS baselines and MOLAR, so exactly).
+``ModelSpec``), then mapped to the reported scale by the spec's ``reductions.Inverse`` (its
+``value_scale``, a power of 2 for every estimator, so exactly).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import pyomo.environ as pyo
 
 from ..errors import CapabilityError, InvalidParameterError
 from ..formulations.sparse import dual_bound_margin
+from ..reductions import Inverse
 from .backends import pick_backend
 from .method import NO_BOUND, SolverRun, stop_of
 from .oa import exact_options, miqp_options
@@ -63,12 +64,13 @@ class ModelSpec:
     estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
     parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
     model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
-    it; ``y_scale``: what the model's y was divided by (coefficients are in units of
-    the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
-    need no conversion); ``y_offset``: what was subtracted from the coefficients first (0 but for
-    MOLAR, whose median LP is centred per covariate: its z[k] is (coefficient k - y_offset[k]) /
-    y_scale); the model's own objective is ``objective_component``, in units of
-    ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
+    it; ``inverse``: the ``reductions.Inverse`` of the scaling the model is built on, read as
+    ``y_scale`` (what the model's y was divided by: coefficients are in units of the fitted
+    coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j] need no
+    conversion), ``y_offset`` (what was subtracted from the coefficients first: 0 but for MOLAR,
+    whose median LP is centred per covariate: its z[k] is (coefficient k - y_offset[k]) /
+    y_scale, and ARMUL, whose intercept column carries y's level) and ``objective_scale`` (the model's own objective, ``objective_component``, is in
+    units of ``objective(estimate) / objective_scale``); ``bound_cap`` (model units or None): a level
     below which every solution lies in the model's variable bounds (a Big-M box), so the true
     optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
     rewrites the box for every solution below ``level``; ``finish(run, options)`` builds the
@@ -84,9 +86,7 @@ class ModelSpec:
     decode: Callable[[pyo.ConcreteModel], Any] = field(repr=False)
     objective: Callable[[Any], float] = field(repr=False)
     finish: Callable[..., Any] = field(repr=False)
-    objective_scale: float = 1.0
-    y_scale: float = 1.0
-    y_offset: Any = 0.0
+    inverse: Inverse = field(default_factory=Inverse)
     bound_cap: float | None = None
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     unboxed: Callable[[pyo.ConcreteModel], pyo.ConcreteModel] | None = field(default=None, repr=False)
@@ -95,6 +95,18 @@ class ModelSpec:
     def __post_init__(self):
         self.objective_component = _active_objective(self.model)
         self.remember_structure()
+
+    @property
+    def y_scale(self) -> float:
+        return float(np.max(self.inverse.scale))
+
+    @property
+    def y_offset(self):
+        return self.inverse.offset
+
+    @property
+    def objective_scale(self) -> float:
+        return self.inverse.value_scale
 
     def remember_structure(self) -> None:
         """Record the model as it stands as the estimator's own: its objective's expression and
@@ -231,7 +243,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         return SolverRun(estimate, float(pyo.value(objective)), bound, stop, progress.rows, native)
     if bound is not None and spec.bound_cap is not None:
         bound = min(bound, spec.bound_cap)
-    bound = None if bound is None else bound * spec.objective_scale
+    bound = spec.inverse.value(bound)
     progress.update(spec.objective(estimate), bound, out.native["nodes"], force=True)
     return SolverRun(estimate, spec.objective(estimate), bound, stop, progress.rows, native)
 
