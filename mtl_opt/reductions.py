@@ -157,7 +157,7 @@ class Reduction(Protocol):
 class Chain:
     """Reductions applied in order; the inverse undoes them in reverse."""
 
-    reductions: tuple
+    reductions: tuple[Reduction, ...]
 
     def apply(self, problem):
         inverse = Inverse()

@@ -346,23 +346,9 @@ class ARMUL(GLMTasks):
         model = (formulation.build_vanilla_model(problem) if vanilla
                  else formulation.build_clustered_model(problem, self.n_components))
         at_zero = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
+        columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         # ``dual_bound_margin``: the rows SCIP derives from the objective reach its value at 0
         model.largest_bound = max(at_zero, float(np.max(np.abs(problem.y))))
-        columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
-        units = (f"(coefficient{' - y_level in column 0' if scale.level else ''}) / "
-                 f"{scale.factor:.6g} (y_scale)" + (", standardized features" if self.standardize else ""))
-        named = {
-            "J": f"task indices 0..{problem.m - 1} ({', '.join(map(str, data.task_names))})",
-            "K": f"coefficient indices 0..{problem.d - 1} ({', '.join(columns)})",
-            "theta": f"theta[j, k]: task j's {units}",
-            "center": "center[k]: the shared center, same units",
-            "centers": "centers[g, k]: cluster g's center, same units; |.| <= R (a box)",
-            "assign": "assign[j, g]: binary, 1 when task j is in cluster g",
-            "dist": "dist[j] >= distance of task j to its center (rows cone)",
-            "score": "score[j, i] = x_ji . theta_j (rows score_def)",
-            "obj": f"the ARMUL objective / y_scale^2 ({self.loss} loss)",
-        }
-        components = {name: text for name, text in named.items() if model.component(name) is not None}
 
         def finish(run, options):
             theta, centers, extra = run.estimate
@@ -371,11 +357,14 @@ class ARMUL(GLMTasks):
             return self._finish(data, replace(run, estimate=estimate), options, "user_model", "scip")
 
         return ModelSpec(
-            model, "scip", "qcp" if vanilla else "miqcp", components, *self._spec_key(data),
+            model, "scip", "qcp" if vanilla else "miqcp", *self._spec_key(data),
             decode=lambda solved: read_solution(solved, problem, self.structure),
             objective=lambda estimate: scale.value(problem.objective(*estimate[:2])), finish=finish,
             inverse=scale.inverse(problem.d), bound_cap=None if vanilla else at_zero,
-            notes=f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
+            notes=f"tasks 0..{problem.m - 1}: {', '.join(map(str, data.task_names))}; coefficients "
+                  f"0..{problem.d - 1}: {', '.join(columns)}"
+                  + (" (standardized features)" if self.standardize else "") + ".  "
+                  f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
                   f"(y - y_level) / y_scale; the model's own objective is reported on the data's "
                   f"scale (times y_scale^2), a replaced one on the model's."
                   + ("" if vanilla else "  The box R holds every solution with objective <= its "

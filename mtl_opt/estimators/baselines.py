@@ -128,18 +128,6 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
     model = build_least_squares_model(data.Xs, [(y - c) / root for y, c in zip(data.ys, levels)],
                                       weights, fitted, estimator.fit_intercept, pooled)
     K, p = data.n_tasks, data.n_features
-    components = {
-        "tasks": f"task indices 0..{K - 1} ({', '.join(map(str, data.task_names))})",
-        "features": f"feature indices 0..{p - 1} ({', '.join(map(str, data.feature_names))})",
-        "beta": f"beta[k, j]: task k's coefficient / {root:g} (y_scale); fixed at 0 where not "
-                f"identified",
-        "intercept": "intercept[k]: (task k's intercept - y_level[k]) / y_scale" + (
-            "" if estimator.fit_intercept else " (fixed at 0: fit_intercept=False)"),
-        "resid": "resid[k, i]: (y_ki - b_k - x_ki . beta_k) / y_scale (rows fit[k, i])",
-        **({"shared_beta": "shared_beta[k, j], shared_intercept[k]: task k equals task 0"}
-           if pooled else {}),
-        "obj": "the estimator's objective / y_scale^2",
-    }
 
     def decode(solved):
         return (inverse.estimate(indexed_values(solved, "beta", K, p)),
@@ -154,9 +142,11 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
         return _least_squares_result(estimator.method, data, *run.estimate, run.objective,
                                      run.lower_bound, "")
 
-    return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,
+    return ModelSpec(model, "highs", "qp", *estimator._spec_key(data), decode=decode,
                      objective=objective, finish=finish, inverse=inverse,
-                     notes=f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
+                     notes=f"tasks 0..{K - 1}: {', '.join(map(str, data.task_names))}; features "
+                           f"0..{p - 1}: {', '.join(map(str, data.feature_names))}.  "
+                           f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
                            f"near 1, "
                            f"solver tolerances are absolute); y_level = {levels.tolist()} (the "
                            f"mean of y{' over all tasks' if pooled else ' per task'}, or 0 without "

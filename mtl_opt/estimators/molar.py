@@ -188,13 +188,6 @@ class MOLAR(MTLEstimator):
         scale = float(frame.scale[0])
         model = formulation.build_median_lp(*twin)
         names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
-        components = {
-            "covariates": f"indices 0..{len(names) - 1} of the stacked coefficients ({', '.join(names)})",
-            "z": f"z[k]: (the global (median) coefficient k - y_offset[k]) / {scale:g} (y_scale)",
-            "dev": "dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it",
-            "entries": "the (m, k) of positive weight (task m fits coefficient k)",
-            "obj": f"sum_mk w_mk dev[m, k] with w_mk = n_m / sigma_m^2 / {frame.weight_scale:g}",
-        }
 
         def finish(run, options):
             fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma,
@@ -202,10 +195,12 @@ class MOLAR(MTLEstimator):
             return self._molar_result(data, fit, options, [], "user_model", "highs")
 
         return ModelSpec(
-            model, "highs", "lp", components, *self._spec_key(data),
+            model, "highs", "lp", *self._spec_key(data),
             decode=lambda solved: inverse.estimate(indexed_values(solved, "z", len(names))),
             objective=problem.objective, finish=finish, inverse=inverse,
-            notes=f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
+            notes=f"covariates 0..{len(names) - 1}: {', '.join(names)}; the weights w_mk are over "
+                  f"{frame.weight_scale:g}.  "
+                  f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
                   f"y_offset = {np.array2string(frame.centre, precision=6)}: a bound c on "
                   f"coefficient k is z[k] <= (c - y_offset[k]) / y_scale; the thresholding "
                   f"toward the global coefficient follows the solve as in MOLAR.")

@@ -204,15 +204,20 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     values = np.asarray(values, dtype=float)
     w = entry_weights(weights, values.shape)
     model = pyo.ConcreteModel(name="weighted_median")
-    model.covariates = pyo.RangeSet(0, values.shape[1] - 1)
-    model.entries = pyo.Set(initialize=[tuple(e) for e in np.argwhere(w > 0).tolist()], dimen=2)
-    model.z = pyo.Var(model.covariates)
-    model.dev = pyo.Var(model.entries, within=pyo.NonNegativeReals)
+    model.covariates = pyo.RangeSet(0, values.shape[1] - 1, doc="covariate indices k of the stacked coefficients")
+    model.entries = pyo.Set(initialize=[tuple(e) for e in np.argwhere(w > 0).tolist()], dimen=2,
+                            doc="the (m, k) of positive weight (task m fits coefficient k)")
+    model.z = pyo.Var(model.covariates, doc="z[k]: the global (median) coefficient k")
+    model.dev = pyo.Var(model.entries, within=pyo.NonNegativeReals,
+                        doc="dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it")
     model.upper = pyo.Constraint(model.entries,
-                                 rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]))
+                                 rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]),
+                                 doc="upper[m, k]: dev[m, k] + z[k] >= b_mk")
     model.lower = pyo.Constraint(model.entries,
-                                 rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]))
-    model.obj = pyo.Objective(expr=sum(float(w[i, k]) * model.dev[i, k] for i, k in model.entries))
+                                 rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]),
+                                 doc="lower[m, k]: dev[m, k] - z[k] >= -b_mk")
+    model.obj = pyo.Objective(expr=sum(float(w[i, k]) * model.dev[i, k] for i, k in model.entries),
+                              doc="sum_mk w_mk dev[m, k], w_mk = n_m / sigma_m^2")
     return model
 
 

@@ -60,7 +60,8 @@ class ModelSpec:
     ``model``: the Pyomo ConcreteModel (edit it with plain Pyomo); ``backend``: the backend
     ``fit(data, model=spec)`` solves it on (set it to e.g. "scip" for constraints the default
     cannot take); ``problem_class``: the class of the model as built; ``components``: component
-    name -> what it is, in which units (``describe()`` prints them).  The rest is the
+    name -> what it is, read from the Pyomo ``doc`` strings the formulations give their
+    components (``describe()`` prints them, with the units of ``inverse``).  The rest is the
     estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
     parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
     model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
@@ -80,7 +81,6 @@ class ModelSpec:
     model: pyo.ConcreteModel
     backend: str
     problem_class: str
-    components: dict
     estimator: tuple
     data_key: tuple
     decode: Callable[[pyo.ConcreteModel], Any] = field(repr=False)
@@ -91,8 +91,10 @@ class ModelSpec:
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     unboxed: Callable[[pyo.ConcreteModel], pyo.ConcreteModel] | None = field(default=None, repr=False)
     notes: str = ""
+    components: dict = field(init=False, repr=False)
 
     def __post_init__(self):
+        self.components = described(self.model)
         self.objective_component = _active_objective(self.model)
         self.remember_structure()
 
@@ -157,12 +159,23 @@ class ModelSpec:
         rows = [f"{type(self).__name__} of {self.estimator[0]}: Pyomo model {self.model.name!r} "
                 f"({self.problem_class.upper()}) solved on backend={self.backend!r}"]
         rows += [f"  {name:<{width}}  {text}" for name, text in self.components.items()]
+        rows.append(f"Units: the model's coefficients are (coefficient - y_offset) / y_scale, "
+                    f"y_scale = {self.y_scale:g}; its own objective is the estimator's / "
+                    f"objective_scale = {self.objective_scale:g}.")
         if self.notes:
             rows.append(self.notes)
         rows.append("Edit spec.model with plain Pyomo, then est.fit(data, model=spec).")
         return "\n".join(rows)
 
     __str__ = describe
+
+
+def described(model: pyo.Block) -> dict:
+    """Component name -> its Pyomo ``doc``, for the model's components that have one and are not
+    empty (a term the parameters leave out, e.g. Zbar's ``w`` without lambda_zbar)."""
+    return {component.local_name: component.doc
+            for component in model.component_objects(descend_into=False)
+            if component.doc and len(component) > 0}
 
 
 def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
