@@ -26,15 +26,16 @@ Why a bound mapped back stays a proven bound in floating point (the one statemen
   the weights (the median), so the twin's objective at the mapped estimate is the original's
   divided by ``value_scale``, bit for bit, and a bound b on the twin's minimum gives exactly
   the bound ``value_scale * b`` on the original's.
-- A common level removed from y (``ResponseScale``, ``centred``) is absorbed by the intercepts,
+- A common level removed from y (``Level``, ``centring``) is absorbed by the intercepts,
   so the minimum does not change; the level is a rounded number, and the problem certified is
-  the one on the shifted floats.  ``centred``'s second pass takes the mean of the centred
+  the one on the shifted floats.  ``centring``'s second pass takes the mean of the centred
   values, which rounds relative to their spread, not to the level (Chan, Golub and LeVeque
   1983): at y ~ 1e9 with a spread of 1e-4 the one-pass mean leaves a shift d of ~1e-7 in every
   residual, and a bound on F then exceeds the true optimum by ~d^2 / 2.
-- A frame (``Frame``) is not mapped back by value: the median's bound is evaluated on the
-  original data from the dual point mapped back (``Inverse.dual``), rounding made safe there
-  (``formulations.molar.dual_bound``); the solver's values are never scaled back.
+- A frame with a scale per coordinate (``Frame``, MOLAR's LP path) maps no values back: the
+  median's bound is evaluated on the original data from the dual point mapped back
+  (``Inverse.dual``), rounding made safe there (``formulations.molar.dual_bound``).  A uniform
+  frame (MOLAR's edited model) maps values by weight_scale x scale, exact as above.
 """
 
 from __future__ import annotations
