@@ -212,7 +212,7 @@ def _export(args) -> int:
 
     instance = load_instance(args.instance)
     estimator = instance.estimator()
-    if not hasattr(estimator, "exact_model"):
+    if instance.method != "sparse_mtl":
         raise InstanceFileError(f"{args.instance}: export needs a sparse_mtl instance; "
                                 f"method {instance.method!r} has no exact model.")
     if (args.model, args.format) == ("miqp", "lp"):
@@ -221,7 +221,7 @@ def _export(args) -> int:
             "SCIP's LP reader rejects; use --format mps (or --model master for LP).")
     out = check_output(args.out or Path("out") / f"{args.instance.stem}.{args.model}.{args.format}",
                        inputs=instance.files)
-    model = estimator.exact_model(instance.load_data(), kind=args.model)
+    model = estimator.pyomo_model(instance.load_data(), kind=args.model, normalized=False).model
     pyomo_format = {"lp": "cpxlp", "mps": "mps"}[args.format]
     with atomic_path(out) as temporary:
         model.write(str(temporary), format=pyomo_format, io_options={"symbolic_solver_labels": True})

@@ -4,7 +4,7 @@ As in Pyomo (``pyomo.common.deprecation``), one module maps old to new and warns
 method tables see only the new names.  An estimator's ``check`` warns for every deprecated
 parameter set (``warn_deprecated``) and reads a renamed one through ``value``; the sparse
 ``algorithm="oa"`` (``sparse_algorithm``) and ``SparseMTL.certify(solver=...)``
-(``certify_algorithm``) are translated here too.  When an entry's release comes, delete it
+(``certify_algorithm``) are translated here too, and ``SparseMTL.exact_model`` (``exact_model``) retired.  When an entry's release comes, delete it
 here and its parameter from the class's signature.
 """
 
@@ -99,3 +99,12 @@ def certify_algorithm(algorithm: str, solver: str | None) -> str:
     warnings.warn(f"certify's solver= is deprecated and will be removed in the next "
                   f"release: write algorithm={solver!r}.", DeprecationWarning, stacklevel=3)
     return solver
+
+
+def exact_model(estimator, data, kind: str):
+    """``SparseMTL.exact_model``, retired: ``pyomo_model(data, kind=kind, normalized=False).model``,
+    the same model (a warning)."""
+    warnings.warn("SparseMTL.exact_model is deprecated and will be removed in the next release: "
+                  "write pyomo_model(data, kind=...).model (normalized=False for the model on "
+                  "the problem's own scale).", DeprecationWarning, stacklevel=3)
+    return estimator.pyomo_model(data, kind=kind, normalized=False).model

@@ -426,7 +426,7 @@ def test_scaler_applies_to_a_split_and_checks_names():
     _, scaler = train.standardize()
     t = scaler.transform(test.subset_tasks(["c", "a"]))
     np.testing.assert_allclose(
-        t.Xs[0], (test.Xs[2] - scaler.x_mean[2]) / scaler.x_scale[2], rtol=1e-15)
+        t.Xs[0], (test.Xs[2] - scaler.x_mean[2] - scaler.x_shift[2]) / scaler.x_scale[2], rtol=1e-15)
     with pytest.raises(InvalidDataError, match=r"task\(s\) \['q'\] were not seen"):
         scaler.transform(MultiTaskData([np.ones((2, 3))], [np.ones(2)], ["q"]))
     with pytest.raises(InvalidDataError, match="scaler was fitted on"):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
 from ..identifiability import constant_columns
+from ..reductions import centre, centring
 
 if TYPE_CHECKING:
     from .core import MultiTaskData
@@ -26,6 +27,7 @@ def standardize(data: MultiTaskData, how="task", center=True,
 
     A feature constant in a task ("task") or overall ("pooled") is left unscaled; when its
     values are all equal, centring makes it exactly 0 (not rounding noise a fit could pick up).
+    The data are centred here, once (``reductions.centring``): no later step centres them again.
     """
     if how not in ("task", "pooled"):
         raise InvalidParameterError(f"how must be 'task' or 'pooled'; got {how!r}.")
@@ -37,15 +39,16 @@ def standardize(data: MultiTaskData, how="task", center=True,
     else:
         X_all, y_all, _ = data.stacked()
         groups = [(X_all, y_all)]
-    x_mean, x_scale, y_mean = [], [], []
+    x_mean, x_shift, x_scale, y_mean, y_shift = [], [], [], [], []
     for X, y in groups:
-        mean, std = X.mean(axis=0), X.std(axis=0)
-        exact = np.all(X == X[0], axis=0)
-        mean[exact] = X[0, exact]          # the exact mean: such a column centres to exactly 0
+        (mean, shift), std = centring(X), X.std(axis=0)   # a constant column centres to exactly 0
         std[constant_columns(X)] = 1.0     # left unscaled, as StandardScaler does
         x_mean.append(mean if center else np.zeros_like(mean))
+        x_shift.append(shift if center else np.zeros_like(shift))
         x_scale.append(std if scale else np.ones_like(std))
-        y_mean.append(y.mean() if center else 0.0)
+        level, correction = centring(y) if center else (0.0, 0.0)
+        y_mean.append(level)
+        y_shift.append(correction)
     repeat = 1 if how == "task" else data.n_tasks
     scaler = Scaler(
         how=how,
@@ -54,6 +57,8 @@ def standardize(data: MultiTaskData, how="task", center=True,
         x_mean=np.repeat(np.array(x_mean), repeat, axis=0),
         x_scale=np.repeat(np.array(x_scale), repeat, axis=0),
         y_mean=np.repeat(np.array(y_mean), repeat),
+        x_shift=np.repeat(np.array(x_shift), repeat, axis=0),
+        y_shift=np.repeat(np.array(y_shift), repeat),
     )
     return scaler.transform(data), scaler
 
@@ -62,7 +67,9 @@ def standardize(data: MultiTaskData, how="task", center=True,
 class Scaler:
     """The affine map applied by :meth:`MultiTaskData.standardize`, and its inverse.
 
-    For task k: ``X' = (X - x_mean[k]) / x_scale[k]`` and ``y' = y - y_mean[k]``.
+    For task k: ``X' = (X - x_mean[k] - x_shift[k]) / x_scale[k]`` and
+    ``y' = y - y_mean[k] - y_shift[k]``: the mean held in two terms and subtracted in that order
+    (``reductions.centring``), so the data centre to within rounding of their spread at any level.
     With ``how="pooled"`` all rows of the arrays are equal. Tasks are matched
     by name, so the scaler fitted on a training split also applies to its
     test split.
@@ -78,6 +85,8 @@ class Scaler:
         Population standard deviations; one where ``scale=False``.
     y_mean : ndarray of shape (K,)
         Zero where ``center=False``.
+    x_shift, y_shift : ndarrays of shapes (K, p) and (K,)
+        The second pass's corrections of the means (zero by default).
     """
 
     how: str
@@ -86,9 +95,14 @@ class Scaler:
     x_mean: np.ndarray
     x_scale: np.ndarray
     y_mean: np.ndarray
+    x_shift: np.ndarray | None = None
+    y_shift: np.ndarray | None = None
 
     def __post_init__(self):
-        for field in ("x_mean", "x_scale", "y_mean"):
+        for field, like in (("x_shift", "x_mean"), ("y_shift", "y_mean")):
+            if getattr(self, field) is None:
+                object.__setattr__(self, field, np.zeros(np.shape(getattr(self, like))))
+        for field in ("x_mean", "x_scale", "y_mean", "x_shift", "y_shift"):
             value = np.array(getattr(self, field), dtype=float)
             value.flags.writeable = False
             object.__setattr__(self, field, value)
@@ -113,11 +127,11 @@ class Scaler:
         Xs, ys = [], []
         for k, X, y in zip(self._rows(data), data.Xs, data.ys):
             if inverse:
-                Xs.append(X * self.x_scale[k] + self.x_mean[k])
-                ys.append(y + self.y_mean[k])
+                Xs.append(X * self.x_scale[k] + self.x_shift[k] + self.x_mean[k])
+                ys.append(y + self.y_shift[k] + self.y_mean[k])
             else:
-                Xs.append((X - self.x_mean[k]) / self.x_scale[k])
-                ys.append(y - self.y_mean[k])
+                Xs.append(centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k])
+                ys.append(centre(y, self.y_mean[k], self.y_shift[k]))
         return type(data)(Xs, ys, data.task_names, data.feature_names)
 
     def transform(self, data: MultiTaskData) -> MultiTaskData:
@@ -135,7 +149,7 @@ class Scaler:
         ``y = b + X c`` with::
 
             c_kj = c'_kj / x_scale_kj
-            b_k  = y_mean_k + b'_k - sum_j c_kj * x_mean_kj
+            b_k  = y_mean_k + b'_k - sum_j c_kj * x_mean_kj   (means with their shifts)
 
         Parameters
         ----------
@@ -157,4 +171,5 @@ class Scaler:
                 f"{intercept_std.shape}."
             )
         coef = coef_std / self.x_scale
-        return coef, self.y_mean + intercept_std - np.sum(coef * self.x_mean, axis=1)
+        return coef, (self.y_mean + self.y_shift + intercept_std
+                      - np.sum(coef * (self.x_mean + self.x_shift), axis=1))

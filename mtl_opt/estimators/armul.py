@@ -18,6 +18,7 @@ from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..identifiability import constant_columns
+from ..reductions import Responses, ResponseScale
 from ..result import FitResult
 from ..solvers import glm, prox
 from ..solvers.armul_methods import METHODS, STRUCTURES, StructuredProblem
@@ -42,8 +43,8 @@ class GLMTasks(MTLEstimator):
     (``MultiTaskData.standardize(how="pooled")``, whose centred y is not used);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
     other coefficient.  With the squared loss the solvers see y without its common
-    level and at unit scale (``ResponseScale``); estimates, objectives and bounds are
-    mapped back exactly, so reported values are on the data's scale.
+    level and over a power of 2 near its RMS (``reductions.ResponseScale``); estimates,
+    objectives and bounds are mapped back exactly, so reported values are on the data's scale.
     """
 
     #: The penalty scale of ``_problem``: ARMUL's parameter ``c``; 0 for the baselines.
@@ -64,11 +65,11 @@ class GLMTasks(MTLEstimator):
         if self.fit_intercept:
             Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
         self._identified = self._identified_columns(data) if self._uses_identified() else None
-        scale = (formulation.ResponseScale.of(data.ys, self._level_moves_intercepts_only())
-                 if self.loss == "squared" else formulation.ResponseScale())
+        scale = (ResponseScale.of(data.ys, self._level_moves_intercepts_only())
+                 if self.loss == "squared" else ResponseScale())
         self._response_scale = scale
-        ys = [(y - scale.level) / scale.factor for y in data.ys]
-        return ArmulProblem.from_tasks(Xs, ys, loss=self.loss, c=self.c / scale.factor)
+        twin, _ = scale.apply(Responses(tuple(data.ys), self.c, Xs[0].shape[1]))
+        return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c)
 
     def _identified_columns(self, data: MultiTaskData) -> np.ndarray:
         """(m, d): the columns each task's least squares can estimate (the intercept first), by
@@ -90,17 +91,14 @@ class GLMTasks(MTLEstimator):
 
     def _restored(self, run: SolverRun) -> SolverRun:
         """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
-        scale, estimate = self._response_scale, run.estimate
+        inverse, estimate = self._response_scale.inverse(run.estimate.theta.shape[-1]), run.estimate
         extra = dict(estimate.extra)
         if "centers" in extra:
-            extra["centers"] = scale.to_original(extra["centers"])
-        values = ("objective", "incumbent", "lower_bound")   # the log's figures too
-        log = [{key: scale.value(value) if key in values else value for key, value in row.items()}
-               for row in run.log]
-        return replace(run, estimate=prox.ArmulEstimate(scale.to_original(estimate.theta),
-                                                        scale.to_original(estimate.centers), extra),
-                       objective=scale.value(run.objective), lower_bound=scale.value(run.lower_bound),
-                       log=log)
+            extra["centers"] = inverse.estimate(extra["centers"])
+        return replace(run, estimate=prox.ArmulEstimate(inverse.estimate(estimate.theta),
+                                                        inverse.estimate(estimate.centers), extra),
+                       objective=inverse.value(run.objective), lower_bound=inverse.value(run.lower_bound),
+                       log=inverse.log(run.log))
 
     def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
@@ -238,7 +236,7 @@ class ARMUL(GLMTasks):
     feasible point built from the final iterate, less a bound on its float64
     rounding (see the formulation), and ``optimal`` means a proven relative
     gap <= rel_gap.  With the squared loss every solver works on y without its
-    common level and at unit scale (``ResponseScale``; not the level for
+    common level and near unit scale (``ResponseScale``; not the level for
     low-rank, whose rank constraint binds the intercepts too).  algorithm="exact":
     vanilla, our dual bound at SCIP's point; clustered, the least safe bound over the
     partitions of the tasks (``solvers.armul_partitions``, up to 8 tasks; beyond, the
@@ -339,36 +337,24 @@ class ARMUL(GLMTasks):
         model = (formulation.build_vanilla_model(problem) if vanilla
                  else formulation.build_clustered_model(problem, self.n_components))
         at_zero = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
+        columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         # ``dual_bound_margin``: the rows SCIP derives from the objective reach its value at 0
         model.largest_bound = max(at_zero, float(np.max(np.abs(problem.y))))
-        columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
-        units = (f"(coefficient{' - y_level in column 0' if scale.level else ''}) / "
-                 f"{scale.factor:.6g} (y_scale)" + (", standardized features" if self.standardize else ""))
-        named = {
-            "J": f"task indices 0..{problem.m - 1} ({', '.join(map(str, data.task_names))})",
-            "K": f"coefficient indices 0..{problem.d - 1} ({', '.join(columns)})",
-            "theta": f"theta[j, k]: task j's {units}",
-            "center": "center[k]: the shared center, same units",
-            "centers": "centers[g, k]: cluster g's center, same units; |.| <= R (a box)",
-            "assign": "assign[j, g]: binary, 1 when task j is in cluster g",
-            "dist": "dist[j] >= distance of task j to its center (rows cone)",
-            "score": "score[j, i] = x_ji . theta_j (rows score_def)",
-            "obj": f"the ARMUL objective / y_scale^2 ({self.loss} loss)",
-        }
-        components = {name: text for name, text in named.items() if model.component(name) is not None}
 
         def finish(run, options):   # the estimate back to the data's scale; the run's values
             # (spec.objective: already on it) are what ``fit(model=...)`` reports, not its log
             return self._finish(data, replace(run, log=[]), options, "user_model", "scip")
 
         return ModelSpec(
-            model, "scip", "qcp" if vanilla else "miqcp", components, *self._spec_key(data),
+            model, "scip", "qcp" if vanilla else "miqcp", *self._spec_key(data),
             decode=lambda solved: prox.ArmulEstimate(*read_solution(solved, problem, self.structure)),
             objective=lambda estimate: scale.value(problem.objective(estimate.theta, estimate.centers)),
             finish=finish,
-            objective_scale=scale.value(1.0), bound_cap=None if vanilla else at_zero,
-            y_scale=scale.factor,
-            notes=f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
+            inverse=scale.inverse(problem.d), bound_cap=None if vanilla else at_zero,
+            notes=f"tasks 0..{problem.m - 1}: {', '.join(map(str, data.task_names))}; coefficients "
+                  f"0..{problem.d - 1}: {', '.join(columns)}"
+                  + (" (standardized features)" if self.standardize else "") + ".  "
+                  f"y_level = {scale.level:.17g}, y_scale = {scale.factor:.17g}: the model's y is "
                   f"(y - y_level) / y_scale; the model's own objective is reported on the data's "
                   f"scale (times y_scale^2), a replaced one on the model's."
                   + ("" if vanilla else "  The box R holds every solution with objective <= its "

@@ -146,15 +146,16 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
 
-    def pyomo_model(self, data: MultiTaskData) -> ModelSpec:
+    def pyomo_model(self, data: MultiTaskData, **options) -> ModelSpec:
         """The estimator's optimization model on ``data``, to edit with Pyomo and solve with
-        ``fit(data, model=spec)``: a ``ModelSpec`` (``print(spec)`` lists its components)."""
+        ``fit(data, model=spec)``: a ``ModelSpec`` (``print(spec)`` lists its components).
+        ``options``: the estimator's own model options (SparseMTL: ``kind``, ``normalized``)."""
         self.check(data)
         if type(self)._model_spec is MTLEstimator._model_spec:
             raise InvalidParameterError(
                 f"{type(self).__name__} has no optimization model to edit; these have one: "
                 f"{', '.join(sorted(_with_models(MTLEstimator)))}.")
-        return self._model_spec(data)
+        return self._model_spec(data, **options)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The ModelSpec of ``data`` (checked): how to build the model and decode its estimate."""

@@ -7,10 +7,10 @@ import numpy as np
 from ..data import MultiTaskData
 from ..formulations.least_squares import build_least_squares_model, ols, rounding_factor, with_intercept
 from ..identifiability import identified_columns
+from ..reductions import ObjectiveScale
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from ..solvers.method import NO_BOUND, SolverRun
-from ..solvers.sparse_methods import normalizing_root
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, MTLEstimator
 
@@ -118,29 +118,18 @@ def _least_squares_result(estimator, data, coef, intercept, objective, lower, ob
 def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
     """The least-squares QP of ``estimator`` on ``data`` (``build_least_squares_model``) with y
     divided by y_scale, the power of 2 that puts the objective at the estimator's own fit near 1."""
-    root = normalizing_root(estimator._fit(data).objective) or 1.0
+    inverse = ObjectiveScale.near(estimator._fit(data).objective).inverse
+    root = inverse.scale
     levels = (np.full(data.n_tasks, np.concatenate(data.ys).mean()) if pooled
               else np.array([y.mean() for y in data.ys])) if estimator.fit_intercept \
         else np.zeros(data.n_tasks)
     model = build_least_squares_model(data.Xs, [(y - c) / root for y, c in zip(data.ys, levels)],
                                       weights, fitted, estimator.fit_intercept, pooled)
     K, p = data.n_tasks, data.n_features
-    components = {
-        "tasks": f"task indices 0..{K - 1} ({', '.join(map(str, data.task_names))})",
-        "features": f"feature indices 0..{p - 1} ({', '.join(map(str, data.feature_names))})",
-        "beta": f"beta[k, j]: task k's coefficient / {root:g} (y_scale); fixed at 0 where not "
-                f"identified",
-        "intercept": "intercept[k]: (task k's intercept - y_level[k]) / y_scale" + (
-            "" if estimator.fit_intercept else " (fixed at 0: fit_intercept=False)"),
-        "resid": "resid[k, i]: (y_ki - b_k - x_ki . beta_k) / y_scale (rows fit[k, i])",
-        **({"shared_beta": "shared_beta[k, j], shared_intercept[k]: task k equals task 0"}
-           if pooled else {}),
-        "obj": "the estimator's objective / y_scale^2",
-    }
 
     def decode(solved):
-        return (indexed_values(solved, "beta", K, p) * root,
-                indexed_values(solved, "intercept", K) * root + levels)
+        return (inverse.estimate(indexed_values(solved, "beta", K, p)),
+                inverse.estimate(indexed_values(solved, "intercept", K)) + levels)
 
     def objective(estimate):
         coef, intercept = estimate
@@ -151,9 +140,11 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
         return _least_squares_result(estimator, data, *run.estimate, run.objective,
                                      run.lower_bound, "")
 
-    return ModelSpec(model, "highs", "qp", components, *estimator._spec_key(data), decode=decode,
-                     objective=objective, finish=finish, objective_scale=root**2, y_scale=root,
-                     notes=f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
+    return ModelSpec(model, "highs", "qp", *estimator._spec_key(data), decode=decode,
+                     objective=objective, finish=finish, inverse=inverse,
+                     notes=f"tasks 0..{K - 1}: {', '.join(map(str, data.task_names))}; features "
+                           f"0..{p - 1}: {', '.join(map(str, data.feature_names))}.  "
+                           f"y_scale = {root:g} (a power of 2: the objective at the unconstrained fit is "
                            f"near 1, "
                            f"solver tolerances are absolute); y_level = {levels.tolist()} (the "
                            f"mean of y{' over all tasks' if pooled else ' per task'}, or 0 without "

@@ -182,18 +182,11 @@ class MOLAR(MTLEstimator):
         differences needs no conversion): z[k] = (coefficient k - y_offset[k]) / y_scale."""
         fits, sigma = self._local_fits(data)
         problem = median_problem(fits, data.n_samples / sigma**2)
-        frame = formulation.MedianFrame.of(*problem)
-        scale = float(np.max(frame.scale))
-        frame = frame._replace(scale=np.full_like(frame.scale, scale))
-        model = formulation.build_median_lp(*frame.to_unit(*problem))
+        frame = formulation.MedianFrame.of(*problem, uniform=True)
+        twin, inverse = frame.apply(problem)
+        scale = float(frame.scale[0])
+        model = formulation.build_median_lp(*twin)
         names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
-        components = {
-            "covariates": f"indices 0..{len(names) - 1} of the stacked coefficients ({', '.join(names)})",
-            "z": f"z[k]: (the global (median) coefficient k - y_offset[k]) / {scale:g} (y_scale)",
-            "dev": "dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it",
-            "entries": "the (m, k) of positive weight (task m fits coefficient k)",
-            "obj": f"sum_mk w_mk dev[m, k] with w_mk = n_m / sigma_m^2 / {frame.weight_scale:g}",
-        }
 
         def finish(run, options):
             fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma,
@@ -201,11 +194,12 @@ class MOLAR(MTLEstimator):
             return self._molar_result(data, fit, options, [], "user_model", "highs")
 
         return ModelSpec(
-            model, "highs", "lp", components, *self._spec_key(data),
-            decode=lambda solved: frame.z_from_unit(indexed_values(solved, "z", len(names))),
-            objective=problem.objective, finish=finish,
-            objective_scale=frame.weight_scale * scale, y_scale=scale, y_offset=frame.centre,
-            notes=f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
+            model, "highs", "lp", *self._spec_key(data),
+            decode=lambda solved: inverse.estimate(indexed_values(solved, "z", len(names))),
+            objective=problem.objective, finish=finish, inverse=inverse,
+            notes=f"covariates 0..{len(names) - 1}: {', '.join(names)}; the weights w_mk are over "
+                  f"{frame.weight_scale:g}.  "
+                  f"b_mk (task m's OLS coefficient k) enters as (b_mk - y_offset[k]) / {scale:g}, "
                   f"y_offset = {np.array2string(frame.centre, precision=6)}: a bound c on "
                   f"coefficient k is z[k] <= (c - y_offset[k]) / y_scale; the thresholding "
                   f"toward the global coefficient follows the solve as in MOLAR.")

@@ -17,7 +17,8 @@ from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
 from ..solvers.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
 from ..solvers.options import SolveOptions
-from ..solvers.sparse_methods import METHODS, NAMES, choose, normalizing_root, resolve, run_exact
+from ..reductions import ObjectiveScale
+from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
 
@@ -222,92 +223,89 @@ class SparseMTL(MTLEstimator):
         return result
 
     def exact_model(self, data: MultiTaskData, kind: str = "miqp"):
-        """The Pyomo model an exact solver would start from, for inspection, extension or export.
+        """Deprecated: ``pyomo_model(data, kind=kind, normalized=False).model``, the same model
+        (``pyomo_model`` returns it as a ModelSpec, to edit and to solve with ``fit(data,
+        model=spec)``)."""
+        return legacy.exact_model(self, data, kind)
 
-        ``kind="miqp"``: the Big-M MIQP (M from the bcd answer); ``"master"``:
-        the outer-approximation master with its initial cuts.  Both are on the
-        standardized data when ``standardize`` is set.  To solve an edited model and get a
-        certified FitResult back, use ``pyomo_model`` and ``fit(data, model=spec)``.
-        """
-        self._check_params()
+    def _model_spec(self, data: MultiTaskData, kind: str = "miqp", normalized: bool = True) -> ModelSpec:
+        """An exact model of the fitted problem, on its normalized twin (``ObjectiveScale``: y over
+        the power of 2 that puts F near 1 at the bcd answer; ``normalized=False``: y as it is, as
+        ``mtl-opt export`` writes it).  ``kind="miqp"``: the Big-M perspective MIQP of
+        ``algorithm="miqp"`` (``formulations.sparse.build_miqp``), M proven from the bcd answer;
+        ``"master"``: the outer-approximation master with its first cuts (a MILP whose solution
+        is refitted on its support; its bound holds since the cuts underestimate F)."""
         if kind not in ("miqp", "master"):
             raise InvalidParameterError(f"kind must be 'miqp' or 'master'; got {kind!r}.")
-        problem, _, _ = self._problem(data)
+        problem, scaler, std_data = self._checked_problem(data)
         method = METHODS["miqp" if kind == "miqp" else "oa_multi_tree"]   # the method this model is
         refusal = method.refusal(problem, None)
         if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export
             raise InvalidParameterError(f"no {kind} model for this problem, as fit with "
                                         f"algorithm={method.name!r} refuses it: {refusal}")
-        incumbent = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
-                            deadline=Deadline()).coef   # no fit, no time limit
-        return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
-
-    def _model_spec(self, data: MultiTaskData) -> ModelSpec:
-        """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
-        on the normalized twin of the fitted problem, M proven from the bcd answer."""
-        problem, scaler, std_data = self._checked_problem(data)
         warm = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search,
-                       deadline=Deadline())   # the fit of the model is timed
+                       deadline=Deadline())   # a model, not a fit: no time limit
         incumbent = warm.coef
-        root = normalizing_root(problem.objective(incumbent)) or 1.0
-        twin = problem.scaled(root)
-        model = miqp_model(twin, incumbent / root)
-        units = ("standardized coefficient" if scaler else "coefficient") + f" / {root:g} (y_scale)"
-        named = {
-            "tasks": f"task indices 0..{data.n_tasks - 1} ({', '.join(map(str, data.task_names))})",
-            "features": f"feature indices 0..{data.n_features - 1} "
-                        f"({', '.join(map(str, data.feature_names))})",
-            "beta": f"beta[k, j]: task k's {units}",
-            "z": "z[k, j]: binary, 1 when beta[k, j] may be non-zero",
-            "upper": "upper[k, j], lower[k, j]: -M z[k, j] <= beta[k, j] <= M z[k, j]",
-            "cardinality": f"cardinality[k]: sum_j z[k, j] <= s = {self.s}",
-            "common": "common[k, j]: z[k, j] == z[0, j] (one shared support)",
-            "resid": "resid[k, i]: y_ki / y_scale minus x_ki . beta_k (rows fit[k, i])",
-            "u": "u[k, i]: eigen-coordinates of the loss (rows eigen_fit[k, i])",
-            "t": "t[k, j] >= beta[k, j]^2 / z[k, j] (rows perspective[k, j]): the ridge part",
-            "mean": "mean[j]: beta averaged over the tasks (Bbar term)",
-            "w": "w[j, k, l] >= |z[k, j] - z[l, j]| (Zbar term)",
-            "obj": f"F / y_scale^2 ({self.variant}" + (", standardized data)" if scaler else ")"),
-        }
-        components = {name: text for name, text in named.items()
-                      if model.component(name) is not None and len(model.component(name)) > 0}
-
-        def decode(solved):
-            beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
-                       for name in ("beta", "z"))
-            return np.where(z > 0.5, beta, 0.0) * root, z > 0.5
+        scale = ObjectiveScale.near(problem.objective(incumbent)) if normalized else ObjectiveScale()
+        twin, inverse = scale.apply(problem)
+        names = (f"tasks 0..{data.n_tasks - 1}: {', '.join(map(str, data.task_names))}; features "
+                 f"0..{data.n_features - 1}: {', '.join(map(str, data.feature_names))}"
+                 + (" (standardized)" if self.standardize else "") + ".  ")
 
         def finish(run, options):
             self.n_iter_ = warm.n_iter
             B, z = run.estimate
             return self._result(problem, scaler, std_data, dataclasses.replace(run, estimate=B, support=z),
-                                METHODS["miqp"], "scip", options)
+                                method, method.backend_for(None), options)
+
+        if kind == "master":
+            def decode(solved):
+                z = indexed_values(solved, "z", problem.n_tasks, problem.n_features) > 0.5
+                return problem.refit(z), z
+
+            return ModelSpec(
+                initial_master(twin, inverse.to_twin(incumbent)), "highs", "milp", *self._spec_key(data),
+                decode=decode, objective=lambda estimate: problem.objective(*estimate), finish=finish,
+                inverse=inverse,
+                notes=names + f"y_scale = {scale.root:g}.  The master's optimum is a lower bound on "
+                              f"F / y_scale^2 (its cuts underestimate F); the estimate is the refit "
+                              f"on the support z it finds.")
+
+        model = miqp_model(twin, inverse.to_twin(incumbent))
+
+        def decode(solved):
+            beta, z = (indexed_values(solved, name, problem.n_tasks, problem.n_features)
+                       for name in ("beta", "z"))
+            return inverse.estimate(np.where(z > 0.5, beta, 0.0)), z > 0.5
 
         return ModelSpec(
-            model, "scip", "miqp", components, *self._spec_key(data), decode=decode,
+            model, "scip", "miqp", *self._spec_key(data), decode=decode,
             objective=lambda estimate: problem.objective(*estimate), finish=finish,
-            objective_scale=root**2, y_scale=root,
+            inverse=inverse,
             widen=lambda solved, level: widen_miqp_box(solved, twin, level), unboxed=unboxed_miqp,
             bound_cap=model.big_m_level,
-            notes=(f"y_scale = {root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd answer, "
-                   f"solver tolerances are absolute).  M = {model.big_m:g} holds for "
+            notes=(names + f"y_scale = {scale.root:g} (a power of 2: F / y_scale^2 is near 1 at the bcd "
+                   f"answer, solver tolerances are absolute).  M = {model.big_m:g} holds for "
                    f"every solution with F / y_scale^2 <= F(bcd answer) / y_scale^2; with your "
                    f"constraints, a solution above that level widens the box (M for its level) "
                    f"and the model is solved again; the bound reported is at most the level the "
                    f"box is proven for.  A beta whose z is 0 is read as exactly 0."))
 
     def _problem(self, data):
-        """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify."""
+        """The problem F on (standardized) ``data``, leaving out the pairs ``data`` cannot identify.
+
+        The data are centred once, by ``standardize`` (with or without scaling), so the problem
+        holds no intercept terms of its own; the Scaler maps coefficients back."""
         scaler = None
         excluded = data.unidentified(self.fit_intercept, collinear=False)
-        if self.standardize:
-            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=True)
+        if self.standardize or self.fit_intercept:
+            data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=self.standardize)
         side = compile_constraints(self.constraints, data.task_names, data.feature_names,
-                                   scaler.x_scale if scaler else None)
+                                   scaler.x_scale if self.standardize else None)
         problem = SparseProblem.from_data(
             data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
-            fit_intercept=self.fit_intercept, excluded=excluded, side=side)
+            fit_intercept=False, excluded=excluded, side=side)
         return problem, scaler, data
 
     def _result(self, problem, scaler, data, run, method, backend, options) -> FitResult:

@@ -55,45 +55,6 @@ STRUCTURES = ("vanilla", "clustered", "lowrank")
 COUPLINGS = ("vanilla", "pooled", "independent", "fixed")
 
 
-@dataclass(frozen=True)
-class ResponseScale:
-    """y = level + factor * y' (squared loss): the problem is solved on y', mapped back exactly.
-
-    With a column of ones (intercept, column 0), shifting y by a common level shifts the
-    intercept of every theta_j and of the centers by it and leaves F unchanged; and
-    F(Theta, Gamma; y, lambda) = factor^2 F(Theta', Gamma'; y', lambda / factor) with
-    Theta = factor Theta' (+ level in column 0).  So y' has no common level and unit root mean
-    square, lambda' = lambda / factor, c' = c / factor, and objectives and bounds scale by
-    factor^2: every tolerance of the solve is relative to the data's own scale.
-    """
-
-    level: float = 0.0
-    factor: float = 1.0
-
-    @classmethod
-    def of(cls, ys, has_intercept: bool) -> "ResponseScale":
-        """Level: the pooled mean of y (with an intercept); factor: the RMS of y - level."""
-        y = np.concatenate([np.asarray(v, dtype=float) for v in ys])
-        level = float(np.mean(y)) if has_intercept else 0.0
-        rms = float(np.sqrt(np.mean((y - level) ** 2)))
-        return cls(level, rms if np.isfinite(rms) and rms > 0 else 1.0)
-
-    def to_scaled(self, coef) -> np.ndarray:
-        """Rows of coefficients (intercept in column 0 when there is a level) -> y' scale."""
-        out = np.array(coef, dtype=float)
-        out[..., 0] -= self.level
-        return out / self.factor
-
-    def to_original(self, coef) -> np.ndarray:
-        out = np.array(coef, dtype=float) * self.factor
-        out[..., 0] += self.level
-        return out
-
-    def value(self, scaled_value):
-        """An objective or bound on the y' scale -> the data's scale (None stays None)."""
-        return None if scaled_value is None else self.factor**2 * scaled_value
-
-
 @dataclass(frozen=True, eq=False)
 class ArmulProblem:
     """One ARMUL instance: padded designs (m, n_max, d), responses, weights and penalties.
@@ -412,12 +373,16 @@ def _add_tasks(model, problem: ArmulProblem) -> None:
     """theta[j, k], dist[j] >= 0, scores, the loss (epigraph for logistic) and the objective."""
     m, d = problem.m, problem.d
     rows = [(j, i) for j in range(m) for i in range(int(problem.n[j]))]
-    model.J, model.K, model.R = pyo.RangeSet(0, m - 1), pyo.RangeSet(0, d - 1), pyo.Set(initialize=rows)
-    model.theta = pyo.Var(model.J, model.K)
-    model.dist = pyo.Var(model.J, domain=pyo.NonNegativeReals)
-    model.score = pyo.Var(model.R)
+    model.J = pyo.RangeSet(0, m - 1, doc="task indices j (the data's task order)")
+    model.K = pyo.RangeSet(0, d - 1, doc="coefficient indices k (the intercept first, if fitted)")
+    model.R = pyo.Set(initialize=rows, doc="observations (j, i)")
+    model.theta = pyo.Var(model.J, model.K, doc="theta[j, k]: task j's coefficient k")
+    model.dist = pyo.Var(model.J, domain=pyo.NonNegativeReals,
+                         doc="dist[j] >= distance of task j to its center (rows cone)")
+    model.score = pyo.Var(model.R, doc="score[j, i] = x_ji . theta_j (rows score_def)")
     model.score_def = pyo.Constraint(model.R, rule=lambda b, j, i: b.score[j, i] == sum(
-        float(problem.X[j, i, k]) * b.theta[j, k] for k in range(d)))
+        float(problem.X[j, i, k]) * b.theta[j, k] for k in range(d)),
+        doc="score_def[j, i]: score[j, i] == x_ji . theta_j")
     c = problem.row_weight
     if problem.loss == "squared":
         data_term = sum(0.5 * c[j] * (model.score[j, i] - float(problem.y[j, i])) ** 2
@@ -425,14 +390,16 @@ def _add_tasks(model, problem: ArmulProblem) -> None:
     else:
         # softplus[j, i] >= log(1 + exp(score)) in the convex form SCIP recognizes.
         # softplus >= max(0, score) is implied, but keeps the LP relaxation bounded.
-        model.softplus = pyo.Var(model.R, domain=pyo.NonNegativeReals)
+        model.softplus = pyo.Var(model.R, domain=pyo.NonNegativeReals,
+                                 doc="softplus[j, i] >= log(1 + exp(score[j, i]))")
         model.softplus_max = pyo.Constraint(model.R, rule=lambda b, j, i: b.softplus[j, i] >= b.score[j, i])
         model.softplus_def = pyo.Constraint(model.R, rule=lambda b, j, i: pyo.exp(
             -b.softplus[j, i]) + pyo.exp(b.score[j, i] - b.softplus[j, i]) <= 1)
         data_term = sum(c[j] * (model.softplus[j, i] - float(problem.y[j, i]) * model.score[j, i])
                         for j, i in rows)
     model.obj = pyo.Objective(expr=data_term + sum(
-        float(problem.w[j] * problem.lam[j]) * model.dist[j] for j in range(m)))
+        float(problem.w[j] * problem.lam[j]) * model.dist[j] for j in range(m)),
+        doc=f"the ARMUL objective ({problem.loss} loss)")
 
 
 def build_vanilla_model(problem: ArmulProblem) -> pyo.ConcreteModel:
@@ -446,10 +413,11 @@ def build_vanilla_model(problem: ArmulProblem) -> pyo.ConcreteModel:
     (and ``softplus[j, i]`` for the logistic loss), ``cone[j]``, ``obj``.
     """
     model = pyo.ConcreteModel(name="armul_vanilla")
-    model.center = pyo.Var(range(problem.d))
+    model.center = pyo.Var(range(problem.d), doc="center[k]: the shared center, units of theta")
     _add_tasks(model, problem)
     model.cone = pyo.Constraint(model.J, rule=lambda b, j: sum(
-        (b.theta[j, k] - b.center[k]) ** 2 for k in b.K) <= b.dist[j] ** 2)
+        (b.theta[j, k] - b.center[k]) ** 2 for k in b.K) <= b.dist[j] ** 2,
+        doc="cone[j]: ||theta_j - center||^2 <= dist[j]^2")
     return model
 
 
@@ -483,25 +451,35 @@ def build_clustered_model(problem: ArmulProblem, n_clusters: int) -> pyo.Concret
     """
     radius = coefficient_radius(problem)
     model = pyo.ConcreteModel(name="armul_clustered")
-    model.G = pyo.RangeSet(0, n_clusters - 1)
+    model.G = pyo.RangeSet(0, n_clusters - 1, doc="cluster indices g")
     _add_tasks(model, problem)
-    model.centers = pyo.Var(model.G, model.K, bounds=(-radius, radius))
+    model.centers = pyo.Var(model.G, model.K, bounds=(-radius, radius),
+                            doc=f"centers[g, k]: cluster g's center, units of theta; |.| <= R = {radius:.6g}")
     for var in model.theta.values():
         var.setlb(-radius)
         var.setub(radius)
-    model.assign = pyo.Var(model.J, model.G, domain=pyo.Binary)
-    model.one_cluster = pyo.Constraint(model.J, rule=lambda b, j: sum(b.assign[j, g] for g in b.G) == 1)
+    model.assign = pyo.Var(model.J, model.G, domain=pyo.Binary,
+                           doc="assign[j, g]: binary, 1 when task j is in cluster g")
+    model.one_cluster = pyo.Constraint(model.J, rule=lambda b, j: sum(b.assign[j, g] for g in b.G) == 1,
+                                       doc="one_cluster[j]: each task in one cluster")
     model.assign[0, 0].fix(1)
-    model.near = pyo.Var(model.J, model.G, model.K)
-    model.far = pyo.Var(model.J, model.G, model.K, bounds=(-2 * radius, 2 * radius))
-    model.gap = pyo.Var(model.J, model.G, domain=pyo.NonNegativeReals)
+    model.near = pyo.Var(model.J, model.G, model.K, doc="near[j, g, k]: the part of theta_j - centers_g paid for")
+    model.far = pyo.Var(model.J, model.G, model.K, bounds=(-2 * radius, 2 * radius),
+                        doc="far[j, g, k]: the part free when task j is not in cluster g")
+    model.gap = pyo.Var(model.J, model.G, domain=pyo.NonNegativeReals,
+                        doc="gap[j, g] >= ||near[j, g]|| (rows cone)")
     model.split = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
-        b.theta[j, k] - b.centers[g, k] == b.near[j, g, k] + b.far[j, g, k]))
+        b.theta[j, k] - b.centers[g, k] == b.near[j, g, k] + b.far[j, g, k]),
+        doc="split[j, g, k]: theta_j - centers_g == near + far")
     model.far_up = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
-        b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])))
+        b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])),
+        doc="far_up[j, g, k]: far <= 2 R (1 - assign[j, g])")
     model.far_down = pyo.Constraint(model.J, model.G, model.K, rule=lambda b, j, g, k: (
-        -b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])))
+        -b.far[j, g, k] <= 2 * radius * (1 - b.assign[j, g])),
+        doc="far_down[j, g, k]: -far <= 2 R (1 - assign[j, g])")
     model.cone = pyo.Constraint(model.J, model.G, rule=lambda b, j, g: sum(
-        b.near[j, g, k] ** 2 for k in b.K) <= b.gap[j, g] ** 2)
-    model.dist_def = pyo.Constraint(model.J, rule=lambda b, j: b.dist[j] == sum(b.gap[j, g] for g in b.G))
+        b.near[j, g, k] ** 2 for k in b.K) <= b.gap[j, g] ** 2,
+        doc="cone[j, g]: ||near[j, g]||^2 <= gap[j, g]^2")
+    model.dist_def = pyo.Constraint(model.J, rule=lambda b, j: b.dist[j] == sum(b.gap[j, g] for g in b.G),
+                                    doc="dist_def[j]: dist[j] == sum_g gap[j, g]")
     return model

@@ -141,27 +141,34 @@ def build_least_squares_model(Xs, ys, weights, fitted, fit_intercept: bool,
     """
     K, p = len(Xs), Xs[0].shape[1]
     model = pyo.ConcreteModel(name="least_squares")
-    model.tasks = pyo.RangeSet(0, K - 1)
-    model.features = pyo.RangeSet(0, p - 1)
-    model.rows = pyo.Set(initialize=[(k, i) for k in range(K) for i in range(len(ys[k]))], dimen=2)
-    model.beta = pyo.Var(model.tasks, model.features)
-    model.intercept = pyo.Var(model.tasks)
+    model.tasks = pyo.RangeSet(0, K - 1, doc="task indices k (the data's task order)")
+    model.features = pyo.RangeSet(0, p - 1, doc="feature indices j (the data's feature order)")
+    model.rows = pyo.Set(initialize=[(k, i) for k in range(K) for i in range(len(ys[k]))], dimen=2,
+                         doc="rows (k, i) of the residuals")
+    model.beta = pyo.Var(model.tasks, model.features,
+                         doc="beta[k, j]: task k's coefficient of feature j; fixed at 0 where not identified")
+    model.intercept = pyo.Var(model.tasks, doc="intercept[k]: task k's intercept minus y's level"
+                              + ("" if fit_intercept else " (fixed at 0: fit_intercept=False)"))
     for (k, j), var in model.beta.items():
         if not fitted[k, j]:
             var.fix(0.0)
     if not fit_intercept:
         model.intercept.fix(0.0)
-    model.resid = pyo.Var(model.rows)
+    model.resid = pyo.Var(model.rows, doc="resid[k, i]: y_ki - b_k - x_ki . beta_k (rows fit[k, i])")
     model.fit = pyo.Constraint(model.rows, rule=lambda m, k, i: m.resid[k, i] == float(ys[k][i])
                                - m.intercept[k] - sum(float(Xs[k][i, j]) * m.beta[k, j]
-                                                      for j in m.features if Xs[k][i, j] != 0))
+                                                      for j in m.features if Xs[k][i, j] != 0),
+                               doc="fit[k, i]: resid[k, i] == y_ki - b_k - x_ki . beta_k")
     if pooled:
         model.shared_beta = pyo.Constraint(model.tasks, model.features, rule=lambda m, k, j: (
-            m.beta[k, j] == m.beta[0, j] if k else pyo.Constraint.Skip))
+            m.beta[k, j] == m.beta[0, j] if k else pyo.Constraint.Skip),
+            doc="shared_beta[k, j]: task k's coefficient equals task 0's (pooled)")
         model.shared_intercept = pyo.Constraint(model.tasks, rule=lambda m, k: (
-            m.intercept[k] == m.intercept[0] if k else pyo.Constraint.Skip))
+            m.intercept[k] == m.intercept[0] if k else pyo.Constraint.Skip),
+            doc="shared_intercept[k]: task k's intercept equals task 0's (pooled)")
     model.obj = pyo.Objective(expr=sum(float(weights[k]) / 2 * model.resid[k, i] ** 2
-                                       for k, i in model.rows))
+                                       for k, i in model.rows),
+                              doc="sum_k (weight_k / 2) ||resid_k||^2, the estimator's objective")
     # ``dual_bound_margin``: the rows' right-hand sides (a continuous QP: no derived rows)
     model.largest_bound = max(float(np.max(np.abs(y))) for y in ys)
     return model

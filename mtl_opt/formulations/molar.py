@@ -31,12 +31,11 @@ global estimate by that amount (soft).
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
-
 import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import InvalidDataError, InvalidParameterError
+from ..reductions import Frame
 
 
 def _check_median_inputs(values, weights, axis):
@@ -178,40 +177,19 @@ def dual_bound(u, values, weights, z) -> float:
     return float(np.nextafter(terms.sum() - slack, -np.inf))
 
 
-def power_of_two_above(x):
-    """The power of two 2^e with x < 2^e <= 2 x (1 where x is 0): dividing by it is exact."""
-    return np.where(x > 0, np.ldexp(1.0, np.frexp(x)[1]), 1.0)
+class MedianFrame(Frame):
+    """The ``reductions.Frame`` a solver sees (P) in: ``(b - centre) / scale`` and ``w / weight_scale``.
 
-
-class MedianFrame(NamedTuple):
-    """The coordinates in which a solver sees (P): ``(b - centre) / scale`` and ``w / weight_scale``.
-
-    The weighted median is shift- and scale-equivariant and (P)'s dual feasible
-    set does not involve the values, so a solution maps back as
-    ``z = centre + scale * z_unit`` and a dual point as ``u = weight_scale * u_unit``.
-    The scales are powers of two (exact), the centre the midrange of each covariate.
+    The weighted median is shift- and scale-equivariant and (P)'s dual feasible set does not
+    involve the values, so a solution maps back as ``z = centre + scale * z_unit`` and a dual
+    point as ``u = weight_scale * u_unit``; the centre is the midrange of each covariate's
+    present values, the scales powers of two (one for all covariates with ``uniform``).
     """
 
-    centre: np.ndarray
-    scale: np.ndarray
-    weight_scale: float
-
     @classmethod
-    def of(cls, values, weights) -> MedianFrame:
-        low, high = present_range(np.asarray(values, dtype=float), weights)
-        centre = low / 2 + high / 2
-        return cls(centre, power_of_two_above(np.maximum(high - centre, centre - low)),
-                   float(power_of_two_above(np.max(weights))))
-
-    def to_unit(self, values, weights) -> tuple[np.ndarray, np.ndarray]:
-        return ((np.asarray(values, dtype=float) - self.centre) / self.scale,
-                np.asarray(weights, dtype=float) / self.weight_scale)
-
-    def z_from_unit(self, z_unit) -> np.ndarray:
-        return self.centre + self.scale * np.asarray(z_unit, dtype=float)
-
-    def dual_from_unit(self, u_unit) -> np.ndarray:
-        return self.weight_scale * np.asarray(u_unit, dtype=float)
+    def of(cls, values, weights, uniform: bool = False) -> "MedianFrame":
+        return cls.spanning(*present_range(np.asarray(values, dtype=float), weights),
+                            float(np.max(weights)), uniform)
 
 
 def build_median_lp(values, weights) -> pyo.ConcreteModel:
@@ -226,15 +204,20 @@ def build_median_lp(values, weights) -> pyo.ConcreteModel:
     values = np.asarray(values, dtype=float)
     w = entry_weights(weights, values.shape)
     model = pyo.ConcreteModel(name="weighted_median")
-    model.covariates = pyo.RangeSet(0, values.shape[1] - 1)
-    model.entries = pyo.Set(initialize=[tuple(e) for e in np.argwhere(w > 0).tolist()], dimen=2)
-    model.z = pyo.Var(model.covariates)
-    model.dev = pyo.Var(model.entries, within=pyo.NonNegativeReals)
+    model.covariates = pyo.RangeSet(0, values.shape[1] - 1, doc="covariate indices k of the stacked coefficients")
+    model.entries = pyo.Set(initialize=[tuple(e) for e in np.argwhere(w > 0).tolist()], dimen=2,
+                            doc="the (m, k) of positive weight (task m fits coefficient k)")
+    model.z = pyo.Var(model.covariates, doc="z[k]: the global (median) coefficient k")
+    model.dev = pyo.Var(model.entries, within=pyo.NonNegativeReals,
+                        doc="dev[m, k] >= |z[k] - b_mk| (rows upper, lower): task m's distance to it")
     model.upper = pyo.Constraint(model.entries,
-                                 rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]))
+                                 rule=lambda m, i, k: m.dev[i, k] + m.z[k] >= float(values[i, k]),
+                                 doc="upper[m, k]: dev[m, k] + z[k] >= b_mk")
     model.lower = pyo.Constraint(model.entries,
-                                 rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]))
-    model.obj = pyo.Objective(expr=sum(float(w[i, k]) * model.dev[i, k] for i, k in model.entries))
+                                 rule=lambda m, i, k: m.dev[i, k] - m.z[k] >= -float(values[i, k]),
+                                 doc="lower[m, k]: dev[m, k] - z[k] >= -b_mk")
+    model.obj = pyo.Objective(expr=sum(float(w[i, k]) * model.dev[i, k] for i, k in model.entries),
+                              doc="sum_mk w_mk dev[m, k], w_mk = n_m / sigma_m^2")
     return model
 
 

@@ -21,7 +21,9 @@ and estimators report it as ``support_``.
 
 Intercepts are unpenalized, so they are profiled out exactly by centering
 each task's X and y (b_k = mean(y_k) - mean(X_k) beta_k); ``SparseProblem``
-stores the centered data and evaluates F with the optimal intercepts.
+stores the centered data and evaluates F with the optimal intercepts.  The data are centred
+once (``reductions.centred``): by ``from_data``, or before it by ``standardize`` (SparseMTL,
+which then builds the problem without intercept terms).
 
 For binary z, sum_k ||z_k - z_bar||^2 = sum_j (S_j - S_j^2 / K) with
 S_j = sum_k z_jk.  Variants fix which penalties may be non-zero and whether
@@ -47,6 +49,7 @@ import scipy.sparse.linalg
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..deadline import Deadline
+from ..reductions import centred
 from .constraints import SideConstraints
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
@@ -69,20 +72,6 @@ MIN_RELATIVE_CURVATURE = 1e-8
 #: Cut slopes below this are folded into the cut's constant (``Cut.for_solver``): the solvers'
 #: zero tolerance, on the normalized problem whose objective is near 1.
 SMALL_SLOPE = 1e-9
-
-
-def _centered(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean over axis 0, values - mean), by the corrected two-pass algorithm.
-
-    At a large common level (y ~ 1e9 with a spread of 1e-4) the rounded mean is off by ~1e-7,
-    which the centred values keep as a constant shift d: F then gains d^2 / 2 at every B, and a
-    bound on it can exceed the true optimum.  The second pass subtracts the mean of the centred
-    values, which rounds relative to the spread, not the level (Chan, Golub and LeVeque 1983).
-    """
-    mean = values.mean(axis=0)
-    centred = values - mean
-    shift = centred.mean(axis=0)
-    return mean + shift, centred - shift
 
 
 def zbar_penalty(support: np.ndarray):
@@ -156,7 +145,7 @@ class SparseProblem:
                     f"variant {variant!r} has no {name[7:]} term, so {name} must be 0; got "
                     f"{value!r}. Pick a variant with that term ({', '.join(v for v in VARIANTS if name[7:] in v)}).")
         if fit_intercept:
-            (x_means, Xs), (y_means, ys) = (zip(*map(_centered, values)) for values in (data.Xs, data.ys))
+            (x_means, Xs), (y_means, ys) = (zip(*map(centred, values)) for values in (data.Xs, data.ys))
             x_means, y_means = np.array(x_means), np.array(y_means)
         else:
             x_means, y_means = np.zeros((data.n_tasks, p)), np.zeros(data.n_tasks)
@@ -585,28 +574,35 @@ def _support_model(problem: SparseProblem, name: str) -> pyo.ConcreteModel:
     """
     K, p = problem.n_tasks, problem.n_features
     model = pyo.ConcreteModel(name=name)
-    model.tasks = pyo.RangeSet(0, K - 1)
-    model.features = pyo.RangeSet(0, p - 1)
-    model.z = pyo.Var(model.tasks, model.features, within=pyo.Binary)
+    model.tasks = pyo.RangeSet(0, K - 1, doc="task indices k (the data's task order)")
+    model.features = pyo.RangeSet(0, p - 1, doc="feature indices j (the data's feature order)")
+    model.z = pyo.Var(model.tasks, model.features, within=pyo.Binary,
+                      doc="z[k, j]: binary, 1 when beta[k, j] may be non-zero")
     if not problem.common_support:
         for k, j in np.argwhere(problem.excluded):
             model.z[int(k), int(j)].setub(0)
     model.cardinality = pyo.Constraint(
-        model.tasks, rule=lambda m, k: sum(m.z[k, j] for j in m.features) <= problem.s)
+        model.tasks, rule=lambda m, k: sum(m.z[k, j] for j in m.features) <= problem.s,
+        doc=f"cardinality[k]: sum_j z[k, j] <= s = {problem.s}")
     if problem.common_support:
         model.common = pyo.Constraint(model.tasks, model.features,
-                                      rule=lambda m, k, j: m.z[k, j] == m.z[0, j] if k else pyo.Constraint.Skip)
+                                      rule=lambda m, k, j: m.z[k, j] == m.z[0, j] if k else pyo.Constraint.Skip,
+                                      doc="common[k, j]: z[k, j] == z[0, j] (one shared support)")
     if problem.side.active:   # an unconstrained model stays exactly as it was
         _side_rows(model, problem.side)
     pairs = [(k, l) for k in range(K) for l in range(k + 1, K)] if problem.lambda_zbar else []
-    model.pairs = pyo.Set(initialize=pairs, dimen=2)
-    model.w = pyo.Var(model.features, model.pairs, within=pyo.NonNegativeReals)
+    model.pairs = pyo.Set(initialize=pairs, dimen=2, doc="task pairs (k, l), k < l, of the Zbar term")
+    model.w = pyo.Var(model.features, model.pairs, within=pyo.NonNegativeReals,
+                      doc="w[j, k, l] >= |z[k, j] - z[l, j]| (rows w_up, w_down): the Zbar term")
     model.w_up = pyo.Constraint(model.features, model.pairs,
-                                rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[k, j] - m.z[l, j])
+                                rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[k, j] - m.z[l, j],
+                                doc="w_up[j, k, l]: w[j, k, l] >= z[k, j] - z[l, j]")
     model.w_down = pyo.Constraint(model.features, model.pairs,
-                                  rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[l, j] - m.z[k, j])
+                                  rule=lambda m, j, k, l: m.w[j, k, l] >= m.z[l, j] - m.z[k, j],
+                                  doc="w_down[j, k, l]: w[j, k, l] >= z[l, j] - z[k, j]")
     model.zbar_cost = pyo.Expression(expr=problem.lambda_zbar / (2 * K) * sum(
-        model.w[j, k, l] for j in model.features for (k, l) in pairs))
+        model.w[j, k, l] for j in model.features for (k, l) in pairs),
+        doc="(lambda_zbar / 2K) sum w, the Zbar term" if pairs else None)
     return model
 
 
@@ -623,10 +619,12 @@ def _side_rows(model: pyo.ConcreteModel, side: SideConstraints) -> None:
         model.z[int(k), int(j)].setlb(1)
     counts = side.counts
     model.counts = pyo.Constraint(range(len(counts)), rule=lambda m, i: (
-        counts[i].at_least, sum(m.z[counts[i].task, j] for j in counts[i].features), counts[i].at_most))
+        counts[i].at_least, sum(m.z[counts[i].task, j] for j in counts[i].features), counts[i].at_most),
+        doc="counts[i]: at_least <= (features of a group in a task's support) <= at_most")
     shared = [(k, tasks[0], j) for tasks, features in side.shared for k in tasks[1:] for j in features]
     model.shared = pyo.Constraint(range(len(shared)), rule=lambda m, i: (
-        m.z[shared[i][0], shared[i][2]] == m.z[shared[i][1], shared[i][2]]))
+        m.z[shared[i][0], shared[i][2]] == m.z[shared[i][1], shared[i][2]]),
+        doc="shared[i]: z equal between tasks told to share a support")
 
 
 def miqp_box(problem: SparseProblem, big_m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -657,10 +655,12 @@ def build_master(problem: SparseProblem) -> pyo.ConcreteModel:
     """
     model = _support_model(problem, "sparse_oa_master")
     parts = 1 if problem.lambda_bbar else problem.n_tasks
-    model.parts = pyo.RangeSet(0, parts - 1)
-    model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals)
-    model.cuts = pyo.ConstraintList()
-    model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost)
+    model.parts = pyo.RangeSet(0, parts - 1, doc="parts t of the smooth term (one per task, one with Bbar)")
+    model.eta = pyo.Var(model.parts, within=pyo.NonNegativeReals,
+                        doc="eta[t] >= the smooth part's cuts: its minimum over beta at support z")
+    model.cuts = pyo.ConstraintList(doc="eta >= c(z*) + g . (z - z*), outer approximations")
+    model.obj = pyo.Objective(expr=sum(model.eta[t] for t in model.parts) + model.zbar_cost,
+                              doc="sum eta + zbar_cost, an outer approximation of F")
     # columns z, w, eta; finite bounds: z in [0, 1], the cardinality and count rows' right-hand
     # sides (``dual_bound_margin``)
     model.n_columns = len(model.z) + len(model.w) + parts
@@ -714,46 +714,56 @@ def build_miqp(problem: SparseProblem, big_m: float, perspective: bool = True,
     mu = problem.curvature if perspective else np.zeros(K)
     shifted = [k for k in range(K) if mu[k] > 0]
     rows = [(k, i) for k in range(K) if k not in shifted for i in range(len(problem.ys[k]))]
-    model.rows = pyo.Set(initialize=rows, dimen=2)
+    model.rows = pyo.Set(initialize=rows, dimen=2, doc="rows (k, i) of the residuals")
     low, high = miqp_box(problem, big_m)
     model.beta = pyo.Var(model.tasks, model.features,
-                         bounds=lambda m, k, j: (float(low[k, j]), float(high[k, j])))
+                         bounds=lambda m, k, j: (float(low[k, j]), float(high[k, j])),
+                         doc="beta[k, j]: task k's coefficient of feature j")
     for k, j in np.argwhere(problem.excluded):
         model.beta[int(k), int(j)].setlb(0)
         model.beta[int(k), int(j)].setub(0)
-    model.resid = pyo.Var(model.rows)
+    model.resid = pyo.Var(model.rows, doc="resid[k, i]: y_ki minus x_ki . beta_k (rows fit[k, i])")
     X, y = problem.Xs, problem.ys
     model.fit = pyo.Constraint(model.rows, rule=_until(deadline, lambda m, k, i: m.resid[k, i] == float(
-        y[k][i]) - sum(float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)))
+        y[k][i]) - sum(float(X[k][i, j]) * m.beta[k, j] for j in m.features if X[k][i, j] != 0)),
+        doc="fit[k, i]: resid[k, i] == y_ki - x_ki . beta_k")
     factors = {k: _shifted_factor(X[k], mu[k], problem.allowed[k]) for k in shifted}
-    model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(len(factors[k]))], dimen=2)
-    model.u = pyo.Var(model.eigen)
+    model.eigen = pyo.Set(initialize=[(k, i) for k in shifted for i in range(len(factors[k]))], dimen=2,
+                          doc="eigen-directions (k, i) of the tasks whose loss lends curvature")
+    model.u = pyo.Var(model.eigen, doc="u[k, i]: eigen-coordinates of task k's loss (rows eigen_fit[k, i])")
     model.eigen_fit = pyo.Constraint(model.eigen, rule=_until(deadline, lambda m, k, i: m.u[k, i] == sum(
-        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)))
+        float(factors[k][i, j]) * m.beta[k, j] for j in m.features if factors[k][i, j] != 0)),
+        doc="eigen_fit[k, i]: u[k, i] == sqrt(w_i - mu_k) v_i . beta_k")
     model.upper = pyo.Constraint(model.tasks, model.features,
-                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= float(high[k, j]) * m.z[k, j]))
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] <= float(high[k, j]) * m.z[k, j]),
+                                 doc=f"upper[k, j]: beta[k, j] <= U z[k, j], U = min(M = {big_m:g}, the bounds)")
     model.lower = pyo.Constraint(model.tasks, model.features,
-                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= float(low[k, j]) * m.z[k, j]))
+                                 rule=_until(deadline, lambda m, k, j: m.beta[k, j] >= float(low[k, j]) * m.z[k, j]),
+                                 doc="lower[k, j]: beta[k, j] >= L z[k, j], L = max(-M, the bounds)")
     loss = sum(model.resid[k, i] ** 2 / (2 * len(y[k])) for k, i in rows)
     for k in shifted:
         linear = X[k].T @ y[k] / len(y[k])
         loss += 0.5 * sum(model.u[k, i] ** 2 for i in range(len(factors[k]))) + float(y[k] @ y[k]) / (2 * len(y[k])) \
             - sum(float(linear[j]) * model.beta[k, j] for j in range(p))
     if perspective and (problem.lambda_ridge > 0 or shifted):
-        model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals)
+        model.t = pyo.Var(model.tasks, model.features, within=pyo.NonNegativeReals,
+                          doc="t[k, j] >= beta[k, j]^2 / z[k, j] (rows perspective[k, j]): the ridge part")
         model.perspective = pyo.Constraint(model.tasks, model.features, rule=_until(
-            deadline, lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j]))
+            deadline, lambda m, k, j: m.beta[k, j] ** 2 <= m.t[k, j] * m.z[k, j]),
+            doc="perspective[k, j]: beta[k, j]^2 <= t[k, j] z[k, j]")
         ridge = sum((problem.lambda_ridge + mu[k]) / 2 * model.t[k, j] for k in range(K) for j in range(p))
     else:
         ridge = problem.lambda_ridge / 2 * sum(b**2 for b in model.beta.values())
     bbar = 0.0
     if problem.lambda_bbar:
-        model.mean = pyo.Var(model.features)
+        model.mean = pyo.Var(model.features, doc="mean[j]: beta averaged over the tasks (Bbar term)")
         model.mean_def = pyo.Constraint(model.features, rule=lambda m, j: problem.n_tasks * m.mean[j]
-                                        == sum(m.beta[k, j] for k in m.tasks))
+                                        == sum(m.beta[k, j] for k in m.tasks),
+                                        doc="mean_def[j]: K mean[j] == sum_k beta[k, j]")
         bbar = problem.lambda_bbar / 2 * sum((model.beta[k, j] - model.mean[j]) ** 2
                                              for k in model.tasks for j in model.features)
-    model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost)
+    model.obj = pyo.Objective(expr=loss + ridge + bbar + model.zbar_cost,
+                              doc=f"F ({problem.variant}), every term written out")
     # ``dual_bound_margin``: every column counts; finite bounds are M (beta), 1 (z), s
     # (cardinality), y (residual rows) and, for the rows SCIP derives from the objective, its
     # value at zero, F(0) = sum ||y_k||^2 / (2 n_k) (the perspective rows are homogeneous cones).

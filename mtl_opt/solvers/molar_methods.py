@@ -60,8 +60,8 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
     local, weights = problem
     progress = Progress(options.verbose)
     backend = pick_backend("lp", backend_name)
-    frame = formulation.MedianFrame.of(local, weights)
-    model = formulation.build_median_lp(*frame.to_unit(local, weights))
+    twin, inverse = formulation.MedianFrame.of(local, weights).apply(problem)
+    model = formulation.build_median_lp(*twin)
     run = backend.solve(model, "lp", options, deadline=deadline, progress=progress.heartbeat)
     native = {**run.native, "solver": run.solver, "solver_version": run.solver_version}
     if not run.has_solution:
@@ -75,7 +75,7 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
                          {**native, "bound": "none: the LP stopped before a solution; the estimate "
                                              "is the closed-form median"})
     M, d = local.shape
-    z = frame.z_from_unit([model.z[k].value for k in range(d)])
+    z = inverse.estimate([model.z[k].value for k in range(d)])
     bounds = [_point_bound(problem, z)]
     try:
         duals = backend.load_duals(model, run)
@@ -85,7 +85,7 @@ def _lp(problem: MedianProblem, incumbent, options, deadline, backend_name) -> S
         u_unit = np.zeros((M, d))
         for i, k in model.entries:
             u_unit[i, k] = duals[model.upper[i, k]] - duals[model.lower[i, k]]
-        u = formulation.project_dual(frame.dual_from_unit(u_unit), weights)
+        u = formulation.project_dual(inverse.dual(u_unit), weights)
         bounds.append((formulation.dual_bound(u, local, weights, z),
                        f"{run.solver} LP duals made dual feasible"))
     bound, source = max(bounds)

@@ -32,7 +32,7 @@ class Progress:
     """The rows of one run (``rows``), written by ``update`` and printed when ``verbose``.
 
     ``scale`` multiplies the objective figures when printed (a run on a scaled twin prints in
-    the units of the user's problem; its rows are mapped back with the run, ``unscaled``).
+    the units of the user's problem; its rows are mapped back with the run, ``reductions.Inverse.run``).
     """
 
     def __init__(self, verbose: bool = False, *, scale: float = 1.0, every: float | None = None):

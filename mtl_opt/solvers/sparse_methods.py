@@ -19,6 +19,7 @@ from .. import __version__, legacy
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
+from ..reductions import ObjectiveScale, normalizing_root
 from ..result import Status
 from .backends import pick_backend
 from . import bnb_scope
@@ -164,11 +165,11 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
               options: SolveOptions, deadline: Deadline, backend: str | None) -> SolverRun:
     """Run the exact ``method`` from ``incumbent`` until ``deadline``; the run on ``problem``.
 
-    The method sees the normalized twin ``problem.scaled(root)`` (``normalizing_root``), whose
-    objective at the incumbent is between 1/2 and 2: its tolerances are then relative to the
-    objective, whatever the units of y.  This is also the one place of the fallback bound:
-    every term of F is a square or a non-negative penalty, so F >= 0 stands in for a bound
-    the method did not reach (none, or a negative one) before it stopped (``native["bound"]``
+    The method sees the normalized twin of ``reductions.ObjectiveScale`` (y over the power of 2
+    ``normalizing_root``), whose objective at the incumbent is between 1/2 and 2: its tolerances
+    are then relative to the objective, whatever the units of y; its run is mapped back exactly.
+    This is also the one place of the fallback bound: every term of F is a square or a
+    non-negative penalty, so F >= 0 stands in for a bound the method did not reach (none, or a negative one) before it stopped (``native["bound"]``
     says which bound the run carries).  The run's log is its live log (``solvers.progress``),
     printed with ``options.verbose`` in the units of ``problem``.
     """
@@ -179,36 +180,13 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
         return SolverRun(incumbent, 0.0, 0.0, Status.CONVERGED, [],
                          {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
                           "bound": "F >= 0, and F = 0 at the incumbent"})
-    progress = Progress(options.verbose, scale=root**2)
-    run = unscaled(method.solve(problem.scaled(root), incumbent / root, options, deadline, backend,
-                                progress=progress), root)
+    twin, inverse = ObjectiveScale(root).apply(problem)
+    progress = Progress(options.verbose, scale=inverse.value_scale)
+    run = inverse.run(method.solve(twin, inverse.to_twin(incumbent), options, deadline, backend,
+                                   progress=progress))
     run.native["bound"] = method.bound_source
     if run.stop is not Status.INFEASIBLE and (run.lower_bound is None or run.lower_bound <= 0):
         run.lower_bound = 0.0
         run.native["bound"] = (f"trivial bound (F >= 0; stopped before the {method.bound_source} "
                                f"rose above 0)")
     return run
-
-
-def normalizing_root(objective: float) -> float | None:
-    """The power of 2 nearest sqrt(objective) (None when the objective is 0).
-
-    Dividing y by it (``SparseProblem.scaled``) divides F by its square, a power of 4 within a
-    factor 2 of F: exact in floating point, and the twin's objective is near 1.
-    """
-    if not objective > 0:
-        return None
-    mantissa, exponent = np.frexp(objective)   # objective = mantissa 2^exponent, mantissa in [1/2, 1)
-    return float(np.ldexp(1.0, int(exponent) // 2))
-
-
-def unscaled(run: SolverRun, root: float) -> SolverRun:
-    """A run on ``problem.scaled(root)`` mapped back to ``problem``: the estimate times root,
-    objective and bounds (also in the log) times root^2 (exact for a power of 2 root)."""
-    powers = {"objective": 2, "lower_bound": 2, "incumbent": 2, "big_m": 1}
-
-    def back(key, value):
-        return value if value is None or key not in powers else value * root**powers[key]
-    log = [{key: back(key, value) for key, value in row.items()} for row in run.log]
-    return SolverRun(run.estimate * root, back("objective", run.objective),
-                     back("lower_bound", run.lower_bound), run.stop, log, dict(run.native), run.support)

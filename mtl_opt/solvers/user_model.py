@@ -17,8 +17,8 @@ deactivated or rewritten, or a binary variable relaxed, is refused before the so
 edited model, lowered by the margin its dual-feasibility tolerance allows
 (``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
 with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
-``ModelSpec``), then mapped to the reported scale (times ``objective_scale``: a power of 4 for
-SparseMTL, the OLS baselines and MOLAR, so exactly).
+``ModelSpec``), then mapped to the reported scale by the spec's ``reductions.Inverse`` (its
+``value_scale``, a power of 2 for every estimator, so exactly).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import pyomo.environ as pyo
 
 from ..errors import CapabilityError, InvalidParameterError
 from ..formulations.sparse import dual_bound_margin
+from ..reductions import Inverse
 from ..result import Status
 from .backends import pick_backend
 from .method import NO_BOUND, SolverRun
@@ -60,16 +61,18 @@ class ModelSpec:
     ``model``: the Pyomo ConcreteModel (edit it with plain Pyomo); ``backend``: the backend
     ``fit(data, model=spec)`` solves it on (set it to e.g. "scip" for constraints the default
     cannot take); ``problem_class``: the class of the model as built; ``components``: component
-    name -> what it is, in which units (``describe()`` prints them).  The rest is the
+    name -> what it is, read from the Pyomo ``doc`` strings the formulations give their
+    components (``describe()`` prints them, with the units of ``inverse``).  The rest is the
     estimator's: ``estimator`` and ``data_key`` tie the spec to the estimator (class and
     parameters) and data it was built for; ``decode(model)`` reads the estimate from a solved
     model; ``objective(estimate)`` is the estimator's objective there in float64, as it reports
-    it; ``y_scale``: what the model's y was divided by (coefficients are in units of
-    the fitted coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j]
-    need no conversion); ``y_offset``: what was subtracted from the coefficients first (0 but for
-    MOLAR, whose median LP is centred per covariate: its z[k] is (coefficient k - y_offset[k]) /
-    y_scale); the model's own objective is ``objective_component``, in units of
-    ``objective(estimate) / objective_scale``; ``bound_cap`` (model units or None): a level
+    it; ``inverse``: the ``reductions.Inverse`` of the scaling the model is built on, read as
+    ``y_scale`` (what the model's y was divided by: coefficients are in units of the fitted
+    coefficient / y_scale, so homogeneous constraints such as beta[0, j] <= beta[1, j] need no
+    conversion), ``y_offset`` (what was subtracted from the coefficients first: 0 but for MOLAR,
+    whose median LP is centred per covariate: its z[k] is (coefficient k - y_offset[k]) /
+    y_scale, and ARMUL, whose intercept column carries y's level) and ``objective_scale`` (the model's own objective, ``objective_component``, is in
+    units of ``objective(estimate) / objective_scale``); ``bound_cap`` (model units or None): a level
     below which every solution lies in the model's variable bounds (a Big-M box), so the true
     optimum is at least min(bound, bound_cap); ``widen(model, level)`` (with ``bound_cap``)
     rewrites the box for every solution below ``level``; ``finish(run, options)`` builds the
@@ -79,23 +82,34 @@ class ModelSpec:
     model: pyo.ConcreteModel
     backend: str
     problem_class: str
-    components: dict
     estimator: tuple
     data_key: tuple
     decode: Callable[[pyo.ConcreteModel], Any] = field(repr=False)
     objective: Callable[[Any], float] = field(repr=False)
     finish: Callable[..., Any] = field(repr=False)
-    objective_scale: float = 1.0
-    y_scale: float = 1.0
-    y_offset: Any = 0.0
+    inverse: Inverse = field(default_factory=Inverse)
     bound_cap: float | None = None
     widen: Callable[[pyo.ConcreteModel, float], None] | None = field(default=None, repr=False)
     unboxed: Callable[[pyo.ConcreteModel], pyo.ConcreteModel] | None = field(default=None, repr=False)
     notes: str = ""
+    components: dict = field(init=False, repr=False)
 
     def __post_init__(self):
+        self.components = described(self.model)
         self.objective_component = _active_objective(self.model)
         self.remember_structure()
+
+    @property
+    def y_scale(self) -> float:
+        return float(np.max(self.inverse.scale))
+
+    @property
+    def y_offset(self):
+        return self.inverse.offset
+
+    @property
+    def objective_scale(self) -> float:
+        return self.inverse.value_scale
 
     def remember_structure(self) -> None:
         """Record the model as it stands as the estimator's own: its objective's expression and
@@ -146,12 +160,23 @@ class ModelSpec:
         rows = [f"{type(self).__name__} of {self.estimator[0]}: Pyomo model {self.model.name!r} "
                 f"({self.problem_class.upper()}) solved on backend={self.backend!r}"]
         rows += [f"  {name:<{width}}  {text}" for name, text in self.components.items()]
+        rows.append(f"Units: the model's coefficients are (coefficient - y_offset) / y_scale, "
+                    f"y_scale = {self.y_scale:g}; its own objective is the estimator's / "
+                    f"objective_scale = {self.objective_scale:g}.")
         if self.notes:
             rows.append(self.notes)
         rows.append("Edit spec.model with plain Pyomo, then est.fit(data, model=spec).")
         return "\n".join(rows)
 
     __str__ = describe
+
+
+def described(model: pyo.Block) -> dict:
+    """Component name -> its Pyomo ``doc``, for the model's components that have one and are not
+    empty (a term the parameters leave out, e.g. Zbar's ``w`` without lambda_zbar)."""
+    return {component.local_name: component.doc
+            for component in model.component_objects(descend_into=False)
+            if component.doc and len(component) > 0}
 
 
 def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
@@ -233,7 +258,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
         return SolverRun(estimate, float(pyo.value(objective)), bound, out.status, progress.rows, native)
     if bound is not None and spec.bound_cap is not None:
         bound = min(bound, spec.bound_cap)
-    bound = None if bound is None else bound * spec.objective_scale
+    bound = spec.inverse.value(bound)
     progress.update(spec.objective(estimate), bound, out.native["nodes"], force=True)
     return SolverRun(estimate, spec.objective(estimate), bound, out.status, progress.rows, native)
 
