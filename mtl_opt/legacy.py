@@ -3,9 +3,10 @@
 As in Pyomo (``pyomo.common.deprecation``), one module maps old to new and warns; estimators and
 method tables see only the new names.  An estimator's ``check`` warns for every deprecated
 parameter set (``warn_deprecated``) and reads a renamed one through ``value``; the sparse
-``algorithm="oa"`` (``sparse_algorithm``) and ``SparseMTL.certify(solver=...)``
-(``certify_algorithm``) are translated here too, and ``SparseMTL.exact_model`` (``exact_model``) retired.  When an entry's release comes, delete it
-here and its parameter from the class's signature.
+``algorithm="oa"`` (``sparse_algorithm``), ``SparseMTL.certify(solver=...)``
+(``certify_algorithm``) and the retired ``SparseMTL.exact_model`` (``exact_model``) are
+translated here too.  When an entry's release comes, delete it here and its parameter from the
+class's signature.
 """
 
 from __future__ import annotations
