@@ -30,14 +30,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import __version__
 from ..deadline import Deadline
 from ..formulations.armul import ArmulProblem
 from ..formulations.least_squares import rounding_factor
 from . import prox
+from .method import SolverRun
+from .progress import Progress
 
 #: Each group's vanilla solve stops at this share of the tree's rel_gap (its bound and its
-#: objective then differ by less than the tree's tolerance).
-GROUP_SHARE = 0.1
+#: objective then differ by less than the tree's tolerance), and at least at GROUP_FLOOR.
+GROUP_SHARE, GROUP_FLOOR = 0.1, 1e-10
+
+BOUND_SOURCE = ("least safe bound over the closed nodes of a branch and bound over task-to-cluster "
+                "assignments (FISTA dual feasible points per group, superadditive suffix bounds)")
 
 
 @dataclass
@@ -115,7 +121,7 @@ class Tree:
                  deadline: Deadline, report=lambda incumbent, bound, nodes: None):
         self.problem, self.k, self.order = problem, n_clusters, [int(j) for j in order]
         self.rel_gap, self.deadline, self.report = rel_gap, deadline, report
-        self.costs = GroupCosts(problem, rel_gap * GROUP_SHARE, deadline)
+        self.costs = GroupCosts(problem, max(rel_gap * GROUP_SHARE, GROUP_FLOOR), deadline)
         m = problem.m
         self.suffix = [0.0] * (m + 1)   # suffix[t]: proven LB of opt_K(tasks order[t:])
         self.singles = [self.costs.bound(1 << j) for j in self.order]
@@ -126,6 +132,7 @@ class Tree:
         """The best groups found (bit masks), a proven bound on the clustered optimum, and
         whether every stage finished (then the bound is within rel_gap of the groups' value)."""
         m, best = self.problem.m, None
+        self._value(self._restricted(start_labels, 0))   # solved first: the answer of a cut run
         for t in range(m - 1, -1, -1):
             candidates = [self._restricted(start_labels, t)]
             if best is not None:
@@ -134,8 +141,8 @@ class Tree:
             best, self.suffix[t], finished = self._stage(t, best)
             # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again
             self.proven = lowered(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
-            if not finished:
-                return self._complete(best, t, start_labels), self.proven, False
+            if not finished:   # before the last stage, ``best`` places only order[t:]
+                return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
         return best, self.proven, True
 
     def _value(self, groups) -> float:
@@ -153,14 +160,6 @@ class Tree:
         bit = 1 << self.order[t]
         options = [groups[:c] + [groups[c] | bit] + groups[c + 1:] for c in range(self.k)]
         return min(options, key=self._value)
-
-    def _complete(self, groups, t, labels) -> list[int]:
-        """``groups`` on order[t:] with the earlier tasks placed by ``labels``; the better of
-        that and ``labels`` (the answer of a cut run)."""
-        full = list(groups)
-        for j in self.order[:t]:
-            full[labels[j]] |= 1 << j
-        return min(full, self._restricted(labels, 0), key=self._value)
 
     def _stage(self, t: int, incumbent: list[int]):
         """Depth first over assignments of order[t:], from ``incumbent``: the best groups, the
@@ -183,18 +182,24 @@ class Tree:
                 self.best, self.upper = list(groups), value
             self.closed = min(self.closed, bound)
             return
-        j = self.order[depth]
-        children = []
-        for c in range(min(opened + 1, self.k)):   # an open cluster, or the next new one
-            child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
-            child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
-            child_bound = lowered(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
-            children.append((child_bound, c, child, child_bounds))
-        for child_bound, c, child, child_bounds in sorted(children, key=lambda x: x[0]):
+        for child_bound, child, child_bounds, opens in self.children(depth, groups, bounds, opened):
             if child_bound >= self.upper * (1 - self.rel_gap):
                 self.closed = min(self.closed, child_bound)
                 continue
-            self._visit(depth + 1, child, child_bounds, max(opened, c + 1), child_bound, final)
+            self._visit(depth + 1, child, child_bounds, opens, child_bound, final)
+
+    def children(self, depth, groups, bounds, opened):
+        """The children of a node that has placed order[:depth] (after its stage's first task) in
+        ``groups`` (bit masks; their bounds ``bounds``; ``opened`` clusters in use), best bound
+        first: (bound, groups, their bounds, clusters in use); order[depth] goes to an open
+        cluster or to the next new one."""
+        j, out = self.order[depth], []
+        for c in range(min(opened + 1, self.k)):
+            child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
+            child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
+            child_bound = lowered(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
+            out.append((child_bound, child, child_bounds, max(opened, c + 1)))
+        return sorted(out, key=lambda child: child[0])
 
 
 def _tasks(group: int) -> list[int]:
@@ -215,3 +220,28 @@ def certify_clusters(problem: ArmulProblem, n_clusters: int, start: prox.ProxRun
         run, tasks = tree.costs.get(group)[1], _tasks(group)
         labels[tasks], theta[tasks], centers[label] = label, run.theta, run.centers[0]
     return Clustering(labels, theta, centers, bound, finished, tree.nodes)
+
+
+def solve_tree(problem: ArmulProblem, n_clusters: int, heuristic: prox.ProxRun, rel_gap: float,
+               deadline: Deadline, progress: Progress) -> SolverRun:
+    """ARMUL's exact path for clustered ARMUL: ``certify_clusters`` from the prox heuristic's
+    answer (over its restarts), whose point is kept when the tree's is not better; stopped by
+    ``deadline``, the best answer and the least bound over the open nodes (``time_limit``).
+    The live log's rows come from the tree (incumbent: the heuristic's value until the last
+    stage finds a better one)."""
+    progress.update(heuristic.objective, None, 0, force=True)
+    found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline,
+                             lambda incumbent, bound, nodes: progress.update(incumbent, bound, nodes))
+    theta, centers = found.theta, found.centers[found.labels]
+    extra = {"centers": found.centers, "labels": found.labels}
+    if heuristic.objective < problem.objective(theta, centers):
+        theta, centers, extra = heuristic.theta, heuristic.centers, dict(heuristic.extra)
+    objective = problem.objective(theta, centers)
+    stop = "converged" if found.finished else "time_limit"
+    progress.update(objective, found.bound, found.nodes, force=True)
+    native = {"nodes": found.nodes}
+    estimate = prox.ProxRun(theta, centers, objective, found.bound, stop, found.nodes,
+                            progress.rows, {**extra, "native": native})
+    return SolverRun(estimate, objective, found.bound, stop, progress.rows,
+                     {"solver": "armul_tree (mtl_opt)", "solver_version": __version__,
+                      "bound": BOUND_SOURCE, **native})
