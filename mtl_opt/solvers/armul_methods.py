@@ -42,7 +42,8 @@ def _anything(problem: StructuredProblem, backend) -> None:
 
 
 def _exact_model(problem: StructuredProblem, backend) -> str | None:
-    """Why the exact Pyomo model does not exist or cannot be bounded here, or None."""
+    """Why the exact path (vanilla's Pyomo model, clustered's tree) cannot run or be bounded
+    here, or None."""
     if problem.structure == "lowrank":
         return ("ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
                 "nonconvex program SCIP's global search does not finish beyond toy sizes; use "
@@ -51,13 +52,13 @@ def _exact_model(problem: StructuredProblem, backend) -> str | None:
         return None
     if problem.problem.loss != "squared" or not np.all(problem.problem.lam > 0):
         return ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and c > 0 "
-                "(the exact model's big-M comes from them); use algorithm='prox'.")
+                "(its branch and bound's group bounds are proven for them); use algorithm='prox'.")
     deficient = [str(name) for name, full in zip(problem.task_names, problem.identified.all(axis=1))
                  if not full]
     if deficient:
         return (f"ARMUL(structure='clustered', algorithm='exact') needs every task's design to "
-                f"have full column rank (the exact model's big-M bounds each task's coefficients "
-                f"by its smallest eigenvalue); {len(deficient)} task(s) have a constant or "
+                f"have full column rank (a group's proven bound needs each task's Gram matrix "
+                f"nonsingular); {len(deficient)} task(s) have a constant or "
                 f"collinear feature or no more rows than coefficients: "
                 f"{', '.join(deficient[:5])}{', ...' if len(deficient) > 5 else ''}. Use "
                 f"algorithm='prox' (a local search), or drop those tasks or features.")
