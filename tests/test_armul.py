@@ -202,8 +202,6 @@ def test_baselines_report_their_one_algorithm_and_no_backend():
     ({"backend": "scip"}, "squared", "no backend"),
     ({"algorithm": "scip"}, "squared", "'algorithm' parameter of ARMUL"),
     ({"algorithm": "exact", "backend": "highs"}, "squared", "runs on 'scip' or 'gurobi'"),
-    ({"structure": "clustered", "n_components": 2, "algorithm": "exact", "loss": "logistic"},
-     "logistic", "squared loss"),
 ])
 def test_bad_input_is_a_clear_error(kwargs, data_kind, match):
     data = as_data(*random_tasks(0, data_kind))

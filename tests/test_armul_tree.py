@@ -154,6 +154,24 @@ def test_the_exact_fit_is_certified_at_every_scale_and_never_loses_to_prox(scale
     assert result.objective <= heuristic.objective * (1 + 1e-12)
 
 
+def test_the_logistic_loss_takes_the_same_tree():
+    """The same brackets with the logistic loss, through the estimator (no response scaling)."""
+    rng = np.random.default_rng(0)
+    theta = 1.5 * rng.standard_normal((3, 2))[np.arange(6) % 3] + 0.3 * rng.standard_normal((6, 2))
+    Xs = [rng.standard_normal((40, 2)) for _ in range(6)]
+    ys = [(rng.random(40) < 1 / (1 + np.exp(-X @ t))).astype(float) for X, t in zip(Xs, theta)]
+    problem = ArmulProblem.from_tasks(with_intercept(Xs), ys, loss="logistic", c=0.5)
+    lower, upper = Reference(problem, 3).clustered(list(range(6)))
+    params = dict(structure="clustered", n_components=3, c=0.5, loss="logistic", standardize=False,
+                  seed=0)
+    data = MultiTaskData(Xs, ys)
+    result = ARMUL(algorithm="exact", **params).fit(data).result_
+    assert result.status == "optimal"
+    assert result.lower_bound <= upper * (1 + 1e-9)
+    assert lower * (1 - 1e-9) <= result.objective <= upper * (1 + 2e-6)
+    assert result.objective <= ARMUL(**params).fit(data).result_.objective * (1 + 1e-12)
+
+
 def test_a_cut_fit_never_raises_and_logs_the_tree():
     """m = 100 tasks in 2 s: cut, the answer no worse than the prox start, the bound proven, and
     rows of the live log from the tree (bounds below, incumbents above the final objective)."""

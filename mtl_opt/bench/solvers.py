@@ -70,8 +70,6 @@ def _sparse(name: str, method: str, backend: str | None) -> BenchSolver:
 def _armul_model(params: dict) -> str | None:
     if params["structure"] == "lowrank":
         return "low-rank ARMUL has no SCIP model"
-    if params["structure"] == "clustered" and params["loss"] != "squared":
-        return "clustered ARMUL on SCIP needs the squared loss"
     return None
 
 

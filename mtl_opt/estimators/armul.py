@@ -212,7 +212,7 @@ class ARMUL(GLMTasks):
     algorithm : {"prox", "exact"}, default="prox"
         A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
         ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a
-        branch and bound over assignments (clustered, squared loss only); no low-rank method.
+        branch and bound over assignments (clustered, both losses); no low-rank method.
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
         Only with algorithm="exact": the backend of vanilla's exact model, "scip" (None) or
         "gurobi" (clustered's branch and bound uses none).

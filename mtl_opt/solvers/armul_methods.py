@@ -50,15 +50,12 @@ def _exact_model(problem: StructuredProblem, backend) -> str | None:
                 "algorithm='prox'.")
     if problem.structure != "clustered":
         return None
-    if problem.problem.loss != "squared" or not np.all(problem.problem.lam > 0):
-        return ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and c > 0 "
-                "(its branch and bound's group bounds are proven for them); use algorithm='prox'.")
     deficient = [str(name) for name, full in zip(problem.task_names, problem.identified.all(axis=1))
                  if not full]
     if deficient:
         return (f"ARMUL(structure='clustered', algorithm='exact') needs every task's design to "
-                f"have full column rank (a group's proven bound needs each task's Gram matrix "
-                f"nonsingular); {len(deficient)} task(s) have a constant or "
+                f"have full column rank (a single task's proven bound needs its Gram matrix "
+                f"nonsingular, or the tree cannot prune); {len(deficient)} task(s) have a constant or "
                 f"collinear feature or no more rows than coefficients: "
                 f"{', '.join(deficient[:5])}{', ...' if len(deficient) > 5 else ''}. Use "
                 f"algorithm='prox' (a local search), or drop those tasks or features.")

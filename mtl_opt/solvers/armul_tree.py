@@ -16,7 +16,8 @@ early); labels are opened in order (task order[0] in cluster 0, the first task n
 cluster 1, ...), which removes the K! relabelings; children are visited best bound first.
 
 Every LB f(S) is safe: FISTA's best dual feasible point (``ArmulProblem.dual_bound``, its
-rounding covered), never a primal value; a solve cut by the deadline keeps its bound so far.
+rounding covered; for the logistic loss up to the float dual point's ~eps constraint violation,
+as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by the deadline keeps its bound so far.
 Each group is solved once (cached by its bit mask), warm-started from the group it grew from.
 Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding.  A node is
 pruned when its bound >= incumbent * (1 - rel_gap); the bound a stage proves is the least over
@@ -92,7 +93,7 @@ class GroupCosts:
 
 def safe_bound(group: ArmulProblem, run: prox.ProxRun) -> float:
     """A proven lower bound on the vanilla optimum of ``group``: FISTA's best dual bound, the
-    independent-tasks bound at its point (lambda >= 0), or 0 (the squared loss is >= 0)."""
+    independent-tasks bound at its point (lambda >= 0), or 0 (both losses are >= 0)."""
     candidates = [run.lower_bound, group.dual_bound(run.theta, "independent"), 0.0]
     return max(b for b in candidates if b is not None and math.isfinite(b))
 
@@ -208,7 +209,7 @@ def _tasks(group: int) -> list[int]:
 
 def certify_clusters(problem: ArmulProblem, n_clusters: int, start: prox.ProxRun, rel_gap: float,
                      deadline: Deadline, report=lambda incumbent, bound, nodes: None) -> Clustering:
-    """Clustered ARMUL (squared loss) by the tree, from the answer ``start`` (a clustered run:
+    """Clustered ARMUL by the tree, from the answer ``start`` (a clustered run:
     ``extra["labels"]``), whose tasks' coefficients also set the order; the answer is never
     worse than ``start``'s groups re-solved.  ``report(incumbent, bound, nodes)`` is called at
     every node (the live log; incumbent None before the last stage)."""
