@@ -231,8 +231,12 @@ def solve_tree(problem: ArmulProblem, n_clusters: int, heuristic: prox.ProxRun, 
     The live log's rows come from the tree (incumbent: the heuristic's value until the last
     stage finds a better one)."""
     progress.update(heuristic.objective, None, 0, force=True)
-    found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline,
-                             lambda incumbent, bound, nodes: progress.update(incumbent, bound, nodes))
+
+    def report(incumbent, bound, nodes):   # the heuristic's point is held too
+        progress.update(None if incumbent is None else min(incumbent, heuristic.objective), bound,
+                        nodes)
+
+    found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline, report)
     theta, centers = found.theta, found.centers[found.labels]
     extra = {"centers": found.centers, "labels": found.labels}
     if heuristic.objective < problem.objective(theta, centers):
