@@ -106,12 +106,12 @@ def test_every_node_and_suffix_bound_is_below_every_completion(seed, m, k, c):
         depth, groups, bounds, opened = stack.pop()
         if depth == m:
             continue
-        for bound, child, child_bounds, opens in tree.children(depth, groups, bounds, opened):
-            fixed = [[j for j in range(m) if g >> j & 1] for g in child]
+        for child in tree.children(depth, groups, bounds, opened):
+            fixed = [[j for j in range(m) if g >> j & 1] for g in child[1]]
             best = reference.clustered(order[depth + 1:], fixed)[1]
-            assert bound <= best * (1 + 1e-12)
+            assert child[-1] <= best * (1 + 1e-12)
             checked += 1
-            stack.append((depth + 1, child, child_bounds, opens))
+            stack.append(child[:-1])
     assert checked >= m   # every level was visited
 
 

@@ -164,43 +164,45 @@ class Tree:
 
     def _stage(self, t: int, incumbent: list[int]):
         """Depth first over assignments of order[t:], from ``incumbent``: the best groups, the
-        least bound over the closed nodes, and whether the deadline left it finished."""
-        self.best, self.upper, self.closed, self.cut = incumbent, self._value(incumbent), math.inf, False
-        root = lowered(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
-        self._visit(t, [0] * self.k, [0.0] * self.k, 0, root, final=t == 0)
-        return self.best, self.closed, not self.cut
+        least bound over the closed nodes, and whether the deadline left it finished.
 
-    def _visit(self, depth, groups, bounds, opened, bound, final) -> None:
-        self.nodes += 1
-        self.report(self.upper if final else None, self.proven, self.nodes)
-        if self.deadline.expired():
-            self.cut = True
-            self.closed = min(self.closed, bound)
-            return
-        if depth == len(self.order):   # a leaf: every task placed
-            value = self._value(groups)
-            if value < self.upper:
-                self.best, self.upper = list(groups), value
-            self.closed = min(self.closed, bound)
-            return
-        for child_bound, child, child_bounds, opens in self.children(depth, groups, bounds, opened):
-            if child_bound >= self.upper * (1 - self.rel_gap):
-                self.closed = min(self.closed, child_bound)
+        The stack holds the open nodes (depth, groups, their bounds, clusters in use, bound); a
+        node is pruned when taken, against the incumbent of that moment; once the deadline
+        passes, every node left is closed with its bound."""
+        best, upper = incumbent, self._value(incumbent)
+        closed, final = math.inf, t == 0
+        root = lowered(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
+        stack = [(t, [0] * self.k, [0.0] * self.k, 0, root)]
+        while stack:
+            if self.deadline.expired():
+                return best, min(closed, *(node[-1] for node in stack)), False
+            depth, groups, bounds, opened, bound = stack.pop()
+            if bound >= upper * (1 - self.rel_gap):
+                closed = min(closed, bound)
                 continue
-            self._visit(depth + 1, child, child_bounds, opens, child_bound, final)
+            self.nodes += 1
+            self.report(upper if final else None, self.proven, self.nodes)
+            if depth == len(self.order):   # a leaf: every task placed
+                value = self._value(groups)
+                if value < upper:
+                    best, upper = list(groups), value
+                closed = min(closed, bound)
+                continue
+            stack.extend(reversed(self.children(depth, groups, bounds, opened)))   # best on top
+        return best, closed, True
 
     def children(self, depth, groups, bounds, opened):
         """The children of a node that has placed order[:depth] (after its stage's first task) in
         ``groups`` (bit masks; their bounds ``bounds``; ``opened`` clusters in use), best bound
-        first: (bound, groups, their bounds, clusters in use); order[depth] goes to an open
-        cluster or to the next new one."""
+        first: (depth + 1, groups, their bounds, clusters in use, bound); order[depth] goes to an
+        open cluster or to the next new one."""
         j, out = self.order[depth], []
         for c in range(min(opened + 1, self.k)):
             child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
             child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
             child_bound = lowered(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
-            out.append((child_bound, child, child_bounds, max(opened, c + 1)))
-        return sorted(out, key=lambda child: child[0])
+            out.append((depth + 1, child, child_bounds, max(opened, c + 1), child_bound))
+        return sorted(out, key=lambda child: child[-1])
 
 
 def _tasks(group: int) -> list[int]:
