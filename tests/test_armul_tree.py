@@ -1,8 +1,8 @@
-"""Clustered ARMUL's assignment tree (``solvers.armul_tree``) against enumeration of every assignment.
+"""Clustered ARMUL's assignment tree (``solvers.armul_tree``) against every assignment enumerated.
 
 The reference enumerates every labeling of the tasks, each group's vanilla optimum bracketed by
-FISTA at rel_gap 1e-8 (``Reference``; the tree's tolerance is 1e-6): ``upper`` is the value of a feasible point, ``lower`` the
-least sum of the groups' dual bounds.  The tree's bounds must stay below ``upper``, its answers
+FISTA at rel_gap 1e-8 (``Reference``; the tree's tolerance is 1e-6): ``upper`` is the value of a
+feasible point, ``lower`` the least sum of the groups' dual bounds.  The tree's bounds must stay below ``upper``, its answers
 above ``lower``."""
 
 import functools

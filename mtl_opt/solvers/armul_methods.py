@@ -55,8 +55,8 @@ def _exact_model(problem: StructuredProblem, backend) -> str | None:
     if deficient:
         return (f"ARMUL(structure='clustered', algorithm='exact') needs every task's design to "
                 f"have full column rank (a single task's proven bound needs its Gram matrix "
-                f"nonsingular, or the tree cannot prune); {len(deficient)} task(s) have a constant or "
-                f"collinear feature or no more rows than coefficients: "
+                f"nonsingular, or the tree cannot prune); {len(deficient)} task(s) have a "
+                f"constant or collinear feature or no more rows than coefficients: "
                 f"{', '.join(deficient[:5])}{', ...' if len(deficient) > 5 else ''}. Use "
                 f"algorithm='prox' (a local search), or drop those tasks or features.")
     return None

@@ -17,7 +17,8 @@ cluster 1, ...), which removes the K! relabelings; children are visited best bou
 
 Every LB f(S) is safe: FISTA's best dual feasible point (``ArmulProblem.dual_bound``, its
 rounding covered; for the logistic loss up to the float dual point's ~eps constraint violation,
-as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by the deadline keeps its bound so far.
+as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by
+the deadline keeps its bound so far.
 Each group is solved once (cached by its bit mask), warm-started from the group it grew from.
 Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding.  A node is
 pruned when its bound >= incumbent * (1 - rel_gap); the bound a stage proves is the least over
