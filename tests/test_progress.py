@@ -25,11 +25,12 @@ from mtl_opt.solvers.method import LOG_KEYS
 from mtl_opt.solvers.progress import Progress
 
 LIBRARY = Path(__file__).resolve().parent.parent / "instances" / "library"
-#: (instance, algorithm, backend): every exact path, on an instance none of them closes in 3 s.
+#: (instance, algorithm, backend): every exact path, on an instance none of them closes in 3 s
+#: (clustered ARMUL's tree closes every library instance sooner: test_armul_tree cuts it at 100 tasks).
 PATHS = [("medium_sparse_zbar", "bnb", None), ("medium_sparse_zbar", "oa_multi_tree", "highs"),
          ("medium_sparse_zbar", "oa_multi_tree", "scip"),
          ("medium_sparse_zbar", "oa_single_tree", "scip"), ("medium_sparse_zbar", "miqp", "scip"),
-         ("medium_sparse_zbar", "exact", None), ("medium_armul_clustered", "exact", None)]
+         ("medium_sparse_zbar", "exact", None)]
 
 
 @pytest.fixture

@@ -98,10 +98,11 @@ SOLVERS: dict[str, BenchSolver] = {s.name: s for s in (
     BenchSolver("prox", "armul", {"algorithm": "prox", "backend": None},
                 "FISTA (vanilla, duality gap) / alternating search (clustered, low-rank)"),
     BenchSolver("armul-scip", "armul", {"algorithm": "exact", "backend": None},
-                "the exact ARMUL model on SCIP (vanilla, clustered)", _armul_exact(None)),
+                "ARMUL's exact path: the model on SCIP (vanilla), the assignment tree (clustered)",
+                _armul_exact(None)),
     BenchSolver("armul-gurobi", "armul", {"algorithm": "exact", "backend": "gurobi"},
-                "the exact ARMUL model on Gurobi (vanilla, clustered; squared loss)",
-                _armul_exact("gurobi")),
+                "ARMUL's exact path: the model on Gurobi (vanilla; squared loss), the assignment "
+                "tree (clustered)", _armul_exact("gurobi")),
 )}
 
 

@@ -203,10 +203,11 @@ class ARMUL(GLMTasks):
         Logistic needs labels in {0, 1}.
     algorithm : {"prox", "exact"}, default="prox"
         A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
-        ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla both losses;
-        clustered squared loss only; no low-rank model).
+        ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a
+        branch and bound over assignments (clustered, both losses); no low-rank method.
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
-        Only with algorithm="exact": the backend of the exact model, "scip" (None) or "gurobi".
+        Only with algorithm="exact": the backend of vanilla's exact model, "scip" (None) or
+        "gurobi" (clustered's branch and bound uses none).
     solver : {"prox", "scip"} or None
         Deprecated name of ``algorithm``: "scip" is algorithm="exact".
     fit_intercept, standardize : bool, default=True
@@ -238,9 +239,10 @@ class ARMUL(GLMTasks):
     gap <= rel_gap.  With the squared loss every solver works on y without its
     common level and near unit scale (``ResponseScale``; not the level for
     low-rank, whose rank constraint binds the intercepts too).  algorithm="exact":
-    vanilla, our dual bound at SCIP's point; clustered, the least safe bound over the
-    partitions of the tasks (``solvers.armul_partitions``, up to 8 tasks; beyond, the
-    independent-tasks bound), never SCIP's own.  Clustered and low-rank with algorithm="prox" are local
+    vanilla, our dual bound at SCIP's point, never SCIP's own; clustered, a branch and bound
+    over task-to-cluster assignments (``solvers.armul_tree``, no backend) from the prox answer,
+    whose bound is the least safe bound over its closed nodes (at a time limit, over the open
+    ones too).  Clustered and low-rank with algorithm="prox" are local
     searches: status ``heuristic``, no bound.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
 

@@ -4,14 +4,15 @@
 ``refusal`` in ``check`` (so ``mtl-opt validate`` refuses before any work) and runs it
 through ``Method.solve``.  A method sees the problem with its structure
 (``StructuredProblem``), and what the structure decides on each path (its prox solver, its
-exact model's problem class by loss) is the table ``STRUCTURES``; a run's estimate is a
-``prox.ArmulEstimate`` (per-task coefficients, centers, and the labels or basis of the structure).
+exact path and the problem class that hands a backend, by loss) is the table ``STRUCTURES``; a
+run's estimate is a ``prox.ArmulEstimate`` (per-task coefficients, centers, and the labels or
+basis of the structure).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,9 +22,11 @@ from ..errors import InvalidParameterError, MTLOptError
 from ..formulations.armul import ArmulProblem
 from . import prox
 from .armul_scip import solve_exact
-from .backends import MIQCP, NLP, QCP
+from .armul_tree import solve_tree
+from .backends import NLP, QCP
 from .method import Method, SolverRun
 from .options import SolveOptions
+from .progress import Progress
 
 
 @dataclass(frozen=True)
@@ -63,21 +66,31 @@ def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
                               rel_gap=options.rel_gap, deadline=deadline)
 
 
-_CLUSTERED_MODEL = ("ARMUL(structure='clustered', algorithm='exact') needs the squared loss and "
-                   "c > 0 (the exact model's big-M comes from them); use algorithm='prox'.")
+def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
+                   backend, progress=None, **settings) -> SolverRun:
+    """The exact Pyomo model on the backend (``armul_scip.solve_exact``)."""
+    return solve_exact(problem.problem, options, deadline, backend or "scip", progress)
 
 
-def _clustered_scope(problem: StructuredProblem) -> str | None:
-    """Why the clustered exact model's big-M is not proven (c = 0 or a rank-deficient task), or None."""
-    if not np.all(problem.problem.lam > 0):
-        return _CLUSTERED_MODEL
+def _tree(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
+          backend, progress=None, **settings) -> SolverRun:
+    """The branch and bound over assignments (``armul_tree``, no backend) from the prox
+    heuristic's answer (over its restarts), which it never returns worse than (the heuristic
+    takes about 0.1 s at m = 30: it runs first, on the fit's deadline)."""
+    heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
+    return solve_tree(problem.problem, problem.n_components, heuristic, options.rel_gap,
+                      deadline, progress or Progress(options.verbose))
+
+
+def _full_rank_tasks(problem: StructuredProblem) -> str | None:
+    """Why the assignment tree cannot bound these tasks (a rank-deficient design), or None."""
     deficient = [str(name) for name, full in zip(problem.task_names, problem.identified.all(axis=1))
                  if not full]
     if deficient:
         return (f"ARMUL(structure='clustered', algorithm='exact') needs every task's design to "
-                f"have full column rank (the exact model's big-M bounds each task's coefficients "
-                f"by its smallest eigenvalue); {len(deficient)} task(s) have a constant or "
-                f"collinear feature or no more rows than coefficients: "
+                f"have full column rank (a single task's proven bound needs its Gram matrix "
+                f"nonsingular, or the tree cannot prune); {len(deficient)} task(s) have a "
+                f"constant or collinear feature or no more rows than coefficients: "
                 f"{', '.join(deficient[:5])}{', ...' if len(deficient) > 5 else ''}. Use "
                 f"algorithm='prox' (a local search), or drop those tasks or features.")
     return None
@@ -89,50 +102,49 @@ class Structure:
 
     ``prox``: the solve of the ``prox`` method, ``(problem, incumbent, anchors, options,
     deadline, **settings) -> ProxRun``; ``local_search``: whether that is a search from the
-    task-wise fits (``anchors``; no bound), which the exact path then starts from; ``models``:
-    loss -> the problem class of the exact model (``backends``), and ``no_model`` why a loss not
-    listed has none; ``model_scope(problem)``: why the exact model is not proven on these data.
+    task-wise fits (``anchors``; no bound), which the exact path then starts from; ``exact``:
+    the solve of the ``exact`` method (None: there is none, ``no_exact`` says why); ``models``:
+    loss -> the problem class the exact path hands a backend (none listed: it uses no backend);
+    ``exact_scope(problem)``: why the exact path cannot bound these data, or None.
     """
 
     name: str
     prox: Callable[..., prox.ProxRun]
     local_search: bool
-    models: Mapping[str, str]
-    no_model: str = ""
-    model_scope: Callable[[StructuredProblem], str | None] = lambda problem: None
+    exact: Callable[..., SolverRun] | None
+    models: Mapping[str, str] = field(default_factory=dict)
+    no_exact: str = ""
+    exact_scope: Callable[[StructuredProblem], str | None] = lambda problem: None
 
 
 #: ARMUL's structures (``formulations.armul.STRUCTURES``) -> what each decides.
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (
-    Structure("vanilla", _fista, False, {"squared": QCP, "logistic": NLP}),
-    Structure("clustered", _clusters, True, {"squared": MIQCP}, _CLUSTERED_MODEL, _clustered_scope),
-    Structure("lowrank", _subspace, True, {},
-              "ARMUL(structure='lowrank') has no exact model: the rank constraint makes it a "
-              "nonconvex program SCIP's global search does not finish beyond toy sizes; use "
-              "algorithm='prox'."),
+    Structure("vanilla", _fista, False, _vanilla_exact, {"squared": QCP, "logistic": NLP}),
+    Structure("clustered", _clusters, True, _tree, exact_scope=_full_rank_tasks),
+    Structure("lowrank", _subspace, True, None,
+              no_exact="ARMUL(structure='lowrank') has no exact method: the rank constraint makes "
+                       "it a nonconvex program SCIP's global search does not finish beyond toy "
+                       "sizes; use algorithm='prox'."),
 )}
 
 
 def _model_class(problem: StructuredProblem) -> str | None:
-    """The problem class of the exact model of ``problem`` (None: it has none)."""
+    """The problem class the exact path hands its backend (None: no backend)."""
     return STRUCTURES[problem.structure].models.get(problem.problem.loss)
 
 
-def _exact_model(problem: StructuredProblem, backend) -> str | None:
-    """Why the exact Pyomo model does not exist or cannot be bounded here, or None."""
+def _exact_refusal(problem: StructuredProblem, backend) -> str | None:
+    """Why the exact path does not exist or cannot bound these data, or None."""
     structure = STRUCTURES[problem.structure]
-    if _model_class(problem) is None:
-        return structure.no_model
-    return structure.model_scope(problem)
+    return structure.no_exact if structure.exact is None else structure.exact_scope(problem)
 
 
 def exact_refusal(structure: str, loss: str, backend: str | None) -> MTLOptError | None:
     """Why the ``exact`` method cannot run ARMUL(structure, loss) on ``backend``, from the names
     alone (the bench asks before it reads data; the data's own refusals come with ``check``)."""
-    kind = STRUCTURES[structure].models.get(loss)
-    if kind is None:
-        return InvalidParameterError(STRUCTURES[structure].no_model)
-    return METHODS["exact"].backend_refusal(kind, backend)
+    if STRUCTURES[structure].exact is None:
+        return InvalidParameterError(STRUCTURES[structure].no_exact)
+    return METHODS["exact"].backend_refusal(STRUCTURES[structure].models.get(loss), backend)
 
 
 def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
@@ -149,14 +161,9 @@ def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
            backend, progress=None, **settings) -> SolverRun:
-    """The exact model; after a local search (clustered), from its answer (over its restarts),
-    which the exact path never returns worse than, and keeps when the backend finds nothing in
-    time (the heuristic takes about 0.3 s at m = 30: it runs first, on the fit's deadline)."""
-    heuristic = None
-    if STRUCTURES[problem.structure].local_search:
-        heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
-    return solve_exact(problem.problem, problem.structure, problem.n_components, options,
-                       deadline, backend or "scip", progress, heuristic=heuristic)
+    """The structure's exact path (``STRUCTURES``)."""
+    return STRUCTURES[problem.structure].exact(problem, incumbent, options, deadline, backend,
+                                               progress, **settings)
 
 
 #: Method name -> Method; ``ARMUL(algorithm=...)`` names one.
@@ -164,8 +171,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("prox", (None,), True, _anything, _prox,
            "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, "
            "low-rank; no bound)", None, "dual feasible point from the iterate (vanilla)"),
-    Method("exact", ("scip", "gurobi"), True, _exact_model, _exact,
-           "the exact Pyomo model (vanilla QCP / NLP, clustered MIQCP)", _model_class,
-           "our dual bound at the backend's point (vanilla); the least safe vanilla bound over "
-           "the partitions of the tasks (clustered)"),
+    Method("exact", ("scip", "gurobi"), True, _exact_refusal, _exact,
+           "the exact Pyomo model (vanilla QCP / NLP); clustered: branch and bound over "
+           "task-to-cluster assignments (armul_tree)", _model_class,
+           "our dual bound at the backend's point (vanilla); the least safe bound over the "
+           "closed nodes of the assignment tree (clustered)"),
 )}

@@ -1,0 +1,253 @@
+"""Clustered ARMUL certified by a branch and bound over task-to-cluster assignments.
+
+With the labels fixed, clustered ARMUL separates into one vanilla ARMUL per cluster (its center
+free): its optimum is the least, over partitions of the tasks into at most K groups, of
+sum_c f(S_c), f(S) the vanilla optimum of group S.  f is superadditive,
+f(A u B) >= f(A) + f(B) (a least sum is at least the sum of the least terms), so a node that has
+placed the tasks before position t of ``order`` in groups A_1..A_K, leaving U_t, is bounded by
+
+    sum_c LB f(A_c) + LB opt_K(U_t)
+
+(any completion B_1..B_K partitions U_t: sum_c f(A_c u B_c) >= sum_c f(A_c) + sum_c f(B_c)).
+The repetitive branch and bound of Brusco (2006, Psychometrika 71) solves the suffix problems
+opt_K(U_t) first, t = m - 1 down to 0, each depth first from an incumbent, so each is there as
+the bound of the next.  Tasks are ordered farthest first (distinct tasks decide the clusters
+early); labels are opened in order (task order[0] in cluster 0, the first task not in it in
+cluster 1, ...), which removes the K! relabelings; children are visited best bound first.
+
+Every LB f(S) is safe: FISTA's best dual feasible point (``ArmulProblem.dual_bound``, its
+rounding covered; for the logistic loss up to the float dual point's ~eps constraint violation,
+as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by
+the deadline keeps its bound so far.
+Each group is solved once (cached by its bit mask), warm-started from the group it grew from.
+Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding.  A node is
+pruned when its bound >= incumbent * (1 - rel_gap); the bound a stage proves is the least over
+the nodes it closed (pruned nodes, leaves, and the nodes open when the deadline passed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import __version__
+from ..deadline import Deadline
+from ..formulations.armul import ArmulProblem
+from ..formulations.least_squares import rounding_factor
+from ..result import Status
+from . import prox
+from .method import SolverRun
+from .progress import Progress
+
+#: Each group's vanilla solve stops at this share of the tree's rel_gap (its bound and its
+#: objective then differ by less than the tree's tolerance), and at least at GROUP_FLOOR.
+GROUP_SHARE, GROUP_FLOOR = 0.1, 1e-10
+
+BOUND_SOURCE = ("least safe bound over the closed nodes of a branch and bound over task-to-cluster "
+                "assignments (FISTA dual feasible points per group, superadditive suffix bounds)")
+
+
+@dataclass
+class Clustering:
+    """The tree's answer: labels (m,), theta (m, d), cluster centers (K, d), a proven lower
+    bound on the clustered optimum, whether it is certified to rel_gap (``finished``) and the
+    number of nodes."""
+
+    labels: np.ndarray
+    theta: np.ndarray
+    centers: np.ndarray
+    bound: float
+    finished: bool
+    nodes: int
+
+
+class GroupCosts:
+    """f(S) of every group solved so far: bit mask -> (safe bound, FISTA run)."""
+
+    def __init__(self, problem: ArmulProblem, rel_gap: float, deadline: Deadline):
+        self.problem, self.rel_gap, self.deadline = problem, rel_gap, deadline
+        self.runs: dict[int, tuple[float, prox.ProxRun]] = {}
+
+    def get(self, group: int, parent: int = 0) -> tuple[float, prox.ProxRun]:
+        """(bound, run) of ``group``, solved from ``parent``'s point (a subgroup) if given."""
+        if group not in self.runs:
+            tasks = _tasks(group)
+            sub = self.problem.subset(tasks)
+            theta0 = center0 = None
+            if parent in self.runs:   # the parent's tasks where they were, the new ones at its center
+                run = self.runs[parent][1]
+                center0 = run.centers[0]
+                theta0 = np.tile(center0, (len(tasks), 1))
+                inside = np.isin(tasks, _tasks(parent))
+                theta0[inside] = run.theta
+            run = prox.fista(sub, theta0, center0, rel_gap=self.rel_gap, deadline=self.deadline)
+            self.runs[group] = (safe_bound(sub, run), run)
+        return self.runs[group]
+
+    def bound(self, group: int, parent: int = 0) -> float:
+        return self.get(group, parent)[0] if group else 0.0
+
+    def value(self, group: int) -> float:
+        return self.get(group)[1].objective if group else 0.0
+
+
+def safe_bound(group: ArmulProblem, run: prox.ProxRun) -> float:
+    """A proven lower bound on the vanilla optimum of ``group``: FISTA's best dual bound, the
+    independent-tasks bound at its point (lambda >= 0), or 0 (both losses are >= 0)."""
+    candidates = [run.lower_bound, group.dual_bound(run.theta, "independent"), 0.0]
+    return max(b for b in candidates if b is not None and math.isfinite(b))
+
+
+def lowered(total: float, terms: int) -> float:
+    """A float sum of ``terms`` non-negative floats, lowered below the exact sum."""
+    return max(0.0, total * (1 - rounding_factor(terms + 1)))
+
+
+def farthest_first(points: np.ndarray) -> np.ndarray:
+    """An order of the rows: the one farthest from their mean, then each time the one farthest
+    from those already taken."""
+    order = [int(np.argmax(np.sum((points - points.mean(axis=0)) ** 2, axis=1)))]
+    near = np.sum((points - points[order[0]]) ** 2, axis=1)
+    for _ in range(1, len(points)):
+        near[order] = -1.0
+        order.append(int(np.argmax(near)))
+        near = np.minimum(near, np.sum((points - points[order[-1]]) ** 2, axis=1))
+    return np.array(order)
+
+
+class Tree:
+    """The repetitive branch and bound (module docstring) on ``problem`` with K clusters."""
+
+    def __init__(self, problem: ArmulProblem, n_clusters: int, order, rel_gap: float,
+                 deadline: Deadline, report=lambda incumbent, bound, nodes: None):
+        self.problem, self.k, self.order = problem, n_clusters, [int(j) for j in order]
+        self.rel_gap, self.deadline, self.report = rel_gap, deadline, report
+        self.costs = GroupCosts(problem, max(rel_gap * GROUP_SHARE, GROUP_FLOOR), deadline)
+        m = problem.m
+        self.suffix = [0.0] * (m + 1)   # suffix[t]: proven LB of opt_K(tasks order[t:])
+        self.singles = [self.costs.bound(1 << j) for j in self.order]
+        self.proven = lowered(math.fsum(self.singles), m)   # the independent-tasks bound
+        self.nodes = 0
+
+    def solve(self, start_labels: np.ndarray) -> tuple[list[int], float, bool]:
+        """The best groups found (bit masks), a proven bound on the clustered optimum, and
+        whether every stage finished (then the bound is within rel_gap of the groups' value)."""
+        m, best = self.problem.m, None
+        self._value(self._restricted(start_labels, 0))   # solved first: the answer of a cut run
+        for t in range(m - 1, -1, -1):
+            candidates = [self._restricted(start_labels, t)]
+            if best is not None:
+                candidates.append(self._extended(best, t))
+            best = min(candidates, key=self._value)
+            best, self.suffix[t], finished = self._stage(t, best)
+            # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again
+            self.proven = lowered(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
+            if not finished:   # before the last stage, ``best`` places only order[t:]
+                return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
+        return best, self.proven, True
+
+    def _value(self, groups) -> float:
+        return math.fsum(self.costs.value(g) for g in groups)
+
+    def _restricted(self, labels, t) -> list[int]:
+        """The groups of ``labels`` on the tasks order[t:]."""
+        groups = [0] * self.k
+        for j in self.order[t:]:
+            groups[labels[j]] |= 1 << j
+        return groups
+
+    def _extended(self, groups, t) -> list[int]:
+        """``groups`` (a clustering of order[t + 1:]) with task order[t] where it costs least."""
+        bit = 1 << self.order[t]
+        options = [groups[:c] + [groups[c] | bit] + groups[c + 1:] for c in range(self.k)]
+        return min(options, key=self._value)
+
+    def _stage(self, t: int, incumbent: list[int]):
+        """Depth first over assignments of order[t:], from ``incumbent``: the best groups, the
+        least bound over the closed nodes, and whether the deadline left it finished.
+
+        The stack holds the open nodes (depth, groups, their bounds, clusters in use, bound); a
+        node is pruned when taken, against the incumbent of that moment; once the deadline
+        passes, every node left is closed with its bound."""
+        best, upper = incumbent, self._value(incumbent)
+        closed, final = math.inf, t == 0
+        root = lowered(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
+        stack = [(t, [0] * self.k, [0.0] * self.k, 0, root)]
+        while stack:
+            if self.deadline.expired():
+                return best, min(closed, *(node[-1] for node in stack)), False
+            depth, groups, bounds, opened, bound = stack.pop()
+            if bound >= upper * (1 - self.rel_gap):
+                closed = min(closed, bound)
+                continue
+            self.nodes += 1
+            self.report(upper if final else None, self.proven, self.nodes)
+            if depth == len(self.order):   # a leaf: every task placed
+                value = self._value(groups)
+                if value < upper:
+                    best, upper = list(groups), value
+                closed = min(closed, bound)
+                continue
+            stack.extend(reversed(self.children(depth, groups, bounds, opened)))   # best on top
+        return best, closed, True
+
+    def children(self, depth, groups, bounds, opened):
+        """The children of a node that has placed order[:depth] (after its stage's first task) in
+        ``groups`` (bit masks; their bounds ``bounds``; ``opened`` clusters in use), best bound
+        first: (depth + 1, groups, their bounds, clusters in use, bound); order[depth] goes to an
+        open cluster or to the next new one."""
+        j, out = self.order[depth], []
+        for c in range(min(opened + 1, self.k)):
+            child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
+            child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
+            child_bound = lowered(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
+            out.append((depth + 1, child, child_bounds, max(opened, c + 1), child_bound))
+        return sorted(out, key=lambda child: child[-1])
+
+
+def _tasks(group: int) -> list[int]:
+    return [j for j in range(group.bit_length()) if group >> j & 1]
+
+
+def certify_clusters(problem: ArmulProblem, n_clusters: int, start: prox.ArmulEstimate,
+                     rel_gap: float, deadline: Deadline, report=lambda incumbent, bound, nodes: None) -> Clustering:
+    """Clustered ARMUL by the tree, from the answer ``start`` (a clustered run:
+    ``extra["labels"]``), whose tasks' coefficients also set the order; the answer is never
+    worse than ``start``'s groups re-solved.  ``report(incumbent, bound, nodes)`` is called at
+    every node (the live log; incumbent None before the last stage)."""
+    tree = Tree(problem, n_clusters, farthest_first(start.theta), rel_gap, deadline, report)
+    groups, bound, finished = tree.solve(np.asarray(start.extra["labels"]))
+    labels, theta = np.zeros(problem.m, dtype=int), np.zeros((problem.m, problem.d))
+    centers = np.zeros((n_clusters, problem.d))
+    for label, group in enumerate(g for g in groups if g):
+        run, tasks = tree.costs.get(group)[1], _tasks(group)
+        labels[tasks], theta[tasks], centers[label] = label, run.theta, run.centers[0]
+    return Clustering(labels, theta, centers, bound, finished, tree.nodes)
+
+
+def solve_tree(problem: ArmulProblem, n_clusters: int, heuristic: prox.ArmulEstimate,
+               rel_gap: float, deadline: Deadline, progress: Progress) -> SolverRun:
+    """ARMUL's exact path for clustered ARMUL: ``certify_clusters`` from the prox heuristic's
+    answer (over its restarts), whose point is kept when the tree's is not better; stopped by
+    ``deadline``, the best answer and the least bound over the open nodes (``time_limit``).
+    The live log's rows come from the tree (incumbent: the heuristic's value until the last
+    stage finds a better one)."""
+    held = problem.objective(heuristic.theta, heuristic.centers)
+    progress.update(held, None, 0, force=True)
+
+    def report(incumbent, bound, nodes):   # the heuristic's point is held too
+        progress.update(None if incumbent is None else min(incumbent, held), bound, nodes)
+
+    found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline, report)
+    theta, centers = found.theta, found.centers[found.labels]
+    extra = {"centers": found.centers, "labels": found.labels}
+    if held < problem.objective(theta, centers):
+        theta, centers, extra = heuristic.theta, heuristic.centers, dict(heuristic.extra)
+    objective = problem.objective(theta, centers)
+    progress.update(objective, found.bound, found.nodes, force=True)
+    return SolverRun(prox.ArmulEstimate(theta, centers, extra), objective, found.bound,
+                     Status.CONVERGED if found.finished else Status.TIME_LIMIT, progress.rows,
+                     {"solver": "armul_tree (mtl_opt)", "solver_version": __version__,
+                      "bound": BOUND_SOURCE, "nodes": found.nodes})

@@ -1,0 +1,192 @@
+"""Clustered ARMUL's assignment tree (``solvers.armul_tree``) against every assignment enumerated.
+
+The reference enumerates every labeling of the tasks, each group's vanilla optimum bracketed by
+FISTA at rel_gap 1e-8 (``Reference``; the tree's tolerance is 1e-6): ``upper`` is the value of a
+feasible point, ``lower`` the least sum of the groups' dual bounds.  The tree's bounds must stay below ``upper``, its answers
+above ``lower``."""
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+
+from mtl_opt.data import MultiTaskData
+from mtl_opt.deadline import Deadline
+from mtl_opt.estimators import ARMUL
+from mtl_opt.formulations.armul import ArmulProblem
+from mtl_opt.solvers import prox
+from mtl_opt.solvers.armul_tree import Tree, certify_clusters, farthest_first
+from mtl_opt.solvers.options import SolveOptions
+from mtl_opt.synthetic import armul_simulation
+
+#: (seed, tasks, clusters, c): the tiny instances.
+CASES = [(0, 4, 2, 1.0), (1, 6, 3, 0.5), (2, 5, 2, 2.0), (3, 8, 3, 1.0)]
+
+
+def tiny_tasks(seed, m, d=3, n=15):
+    """m tasks around three centers (so K = 2 must merge two), with an intercept column."""
+    rng = np.random.default_rng(seed)
+    centers = 1.5 * rng.standard_normal((3, d))
+    theta = centers[np.arange(m) % 3] + 0.3 * rng.standard_normal((m, d))
+    Xs = [rng.standard_normal((n, d)) for _ in range(m)]
+    ys = [2.0 + X @ t + rng.standard_normal(n) for X, t in zip(Xs, theta)]
+    return Xs, ys
+
+
+def with_intercept(Xs):
+    return [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
+
+
+class Reference:
+    """Every group's vanilla optimum bracketed by FISTA; the clustered optimum of any task set
+    bracketed by enumerating every labeling of it."""
+
+    def __init__(self, problem: ArmulProblem, k: int):
+        self.problem, self.k, self.runs = problem, k, {}
+
+    def group(self, tasks) -> tuple[float, float]:
+        key = tuple(sorted(tasks))
+        if key not in self.runs:
+            run = prox.fista(self.problem.subset(list(key)), rel_gap=1e-8, max_iter=100000)
+            self.runs[key] = (run.lower_bound, run.objective)
+        return self.runs[key]
+
+    def clustered(self, tasks, fixed=()) -> tuple[float, float]:
+        """(lower, upper) of min over completions: the groups ``fixed`` (one per cluster, may be
+        empty) with ``tasks`` added in every way."""
+        fixed = list(fixed) or [()] * self.k
+        lower = upper = np.inf
+        for labels in itertools.product(range(self.k), repeat=len(tasks)):
+            groups = [list(g) + [t for t, c in zip(tasks, labels) if c == i]
+                      for i, g in enumerate(fixed)]
+            pairs = [self.group(g) for g in groups if g]
+            lower = min(lower, sum(p[0] for p in pairs))
+            upper = min(upper, sum(p[1] for p in pairs))
+        return lower, upper
+
+
+@functools.cache
+def solved_tree(seed, m, k, c):
+    """The problem, a prox start from the tasks' own least squares, and the reference (shared by
+the tests: its group solves are the slow part)."""
+    Xs, ys = tiny_tasks(seed, m)
+    Xs = with_intercept(Xs)
+    problem = ArmulProblem.from_tasks(Xs, ys, c=c)
+    anchors = np.array([np.linalg.lstsq(X, y, rcond=None)[0] for X, y in zip(Xs, ys)])
+    start = prox.clustered_armul(problem, k, anchors, np.random.default_rng(0), n_init=2)
+    return problem, start, Reference(problem, k)
+
+
+@pytest.mark.parametrize("seed, m, k, c", CASES)
+def test_the_tree_brackets_the_enumerated_optimum(seed, m, k, c):
+    problem, start, reference = solved_tree(seed, m, k, c)
+    lower, upper = reference.clustered(list(range(m)))
+    found = certify_clusters(problem, k, start, 1e-6, Deadline())
+    objective = problem.objective(found.theta, found.centers[found.labels])
+    assert found.finished
+    assert found.bound <= upper * (1 + 1e-12)
+    assert lower * (1 - 1e-12) <= objective <= upper * (1 + 1e-6)
+    assert (objective - found.bound) <= 1e-6 * objective
+    assert np.all(found.labels < k)
+
+
+@pytest.mark.parametrize("seed, m, k, c", CASES[:3])
+def test_every_node_and_suffix_bound_is_below_every_completion(seed, m, k, c):
+    """Each child's bound (``Tree.children``) at every node of the last stage, and every suffix
+    bound, against the best completion found by enumerating all of them."""
+    problem, start, reference = solved_tree(seed, m, k, c)
+    tree = Tree(problem, k, farthest_first(start.theta), 1e-6, Deadline())
+    tree.solve(start.extra["labels"])
+    order = tree.order
+    for t in range(m):
+        assert tree.suffix[t] <= reference.clustered(order[t:])[1] * (1 + 1e-12)
+    checked, stack = 0, [(1, [1 << order[0]] + [0] * (k - 1), [tree.singles[0]] + [0.0] * (k - 1), 1)]
+    while stack:
+        depth, groups, bounds, opened = stack.pop()
+        if depth == m:
+            continue
+        for child in tree.children(depth, groups, bounds, opened):
+            fixed = [[j for j in range(m) if g >> j & 1] for g in child[1]]
+            best = reference.clustered(order[depth + 1:], fixed)[1]
+            assert child[-1] <= best * (1 + 1e-12)
+            checked += 1
+            stack.append(child[:-1])
+    assert checked >= m   # every level was visited
+
+
+class Countdown:
+    """A deadline that passes after ``calls`` checks (a cut run, reproducibly)."""
+
+    def __init__(self, calls):
+        self.calls = calls
+
+    def expired(self):
+        self.calls -= 1
+        return self.calls < 0
+
+
+@pytest.mark.parametrize("calls", [0, 30, 3000])
+def test_a_cut_tree_keeps_a_valid_bound_over_its_open_nodes(calls):
+    problem, start, reference = solved_tree(3, 8, 3, 1.0)
+    lower, upper = reference.clustered(list(range(8)))
+    found = certify_clusters(problem, 3, start, 1e-6, Countdown(calls))
+    assert found.bound <= upper * (1 + 1e-12)
+    assert problem.objective(found.theta, found.centers[found.labels]) >= lower * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (1e-6, 0.0), (1.0, 1e9)])
+def test_the_exact_fit_is_certified_at_every_scale_and_never_loses_to_prox(scale, shift):
+    """ARMUL(algorithm="exact") through the estimator (ResponseScale, an intercept): y * 1e-6 with
+    c * 1e-6 is the same problem scaled by 1e-12; y + 1e9 moves only the intercepts."""
+    Xs, ys = tiny_tasks(1, 5)
+    stored = [y * scale + shift for y in ys]
+    exact_y = [(y - shift) / scale for y in stored]   # the stored data's own problem
+    problem = ArmulProblem.from_tasks(with_intercept(Xs), exact_y, c=0.5)
+    lower, upper = Reference(problem, 2).clustered(list(range(5)))
+    params = dict(structure="clustered", n_components=2, c=0.5 * scale, standardize=False, seed=0)
+    data = MultiTaskData(Xs, stored)
+    result = ARMUL(algorithm="exact", **params).fit(data).result_
+    heuristic = ARMUL(**params).fit(data).result_
+    assert result.status == "optimal"
+    assert result.lower_bound <= upper * scale**2 * (1 + 1e-9)
+    assert lower * scale**2 * (1 - 1e-9) <= result.objective <= upper * scale**2 * (1 + 2e-6)
+    assert result.objective <= heuristic.objective * (1 + 1e-12)
+
+
+def test_the_logistic_loss_takes_the_same_tree():
+    """The same brackets with the logistic loss, through the estimator (no response scaling)."""
+    rng = np.random.default_rng(0)
+    theta = 1.5 * rng.standard_normal((3, 2))[np.arange(6) % 3] + 0.3 * rng.standard_normal((6, 2))
+    Xs = [rng.standard_normal((40, 2)) for _ in range(6)]
+    ys = [(rng.random(40) < 1 / (1 + np.exp(-X @ t))).astype(float) for X, t in zip(Xs, theta)]
+    problem = ArmulProblem.from_tasks(with_intercept(Xs), ys, loss="logistic", c=0.5)
+    lower, upper = Reference(problem, 3).clustered(list(range(6)))
+    params = dict(structure="clustered", n_components=3, c=0.5, loss="logistic", standardize=False,
+                  seed=0)
+    data = MultiTaskData(Xs, ys)
+    result = ARMUL(algorithm="exact", **params).fit(data).result_
+    assert result.status == "optimal"
+    assert result.lower_bound <= upper * (1 + 1e-9)
+    assert lower * (1 - 1e-9) <= result.objective <= upper * (1 + 2e-6)
+    assert result.objective <= ARMUL(**params).fit(data).result_.objective * (1 + 1e-12)
+
+
+def test_a_cut_fit_never_raises_and_logs_the_tree():
+    """m = 100 tasks in 2 s: cut, the answer no worse than the prox start, the bound proven, and
+    rows of the live log from the tree (bounds below, incumbents above the final objective)."""
+    data = armul_simulation("clustered", m=100, n=50, d=5, delta=0.5, seed=0).data
+    options = SolveOptions(time_limit=2.0)
+    result = ARMUL("clustered", n_components=3, seed=0, n_init=2, algorithm="exact",
+                   solve_options=options).fit(data).result_
+    assert result.status == "time_limit"
+    assert 0 < result.lower_bound <= result.objective
+    rows = result.log
+    assert rows[0]["nodes"] == 0 and rows[-1]["nodes"] == result.native["nodes"] > 0
+    assert [r["nodes"] for r in rows] == sorted(r["nodes"] for r in rows)
+    tolerance = 1e-9 * result.objective
+    assert all(r["lower_bound"] is None or r["lower_bound"] <= result.objective + tolerance for r in rows)
+    assert all(r["incumbent"] >= result.objective - tolerance for r in rows)
+    quick = ARMUL("clustered", n_components=3, seed=0, algorithm="exact",
+                  solve_options=SolveOptions(time_limit=1e-3)).fit(data).result_
+    assert quick.status == "time_limit" and quick.lower_bound <= quick.objective
