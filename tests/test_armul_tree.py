@@ -48,7 +48,8 @@ class Reference:
     def group(self, tasks) -> tuple[float, float]:
         key = tuple(sorted(tasks))
         if key not in self.runs:
-            run = prox.fista(self.problem.subset(list(key)), rel_gap=1e-8, max_iter=100000)
+            run = prox.fista(self.problem.subset(list(key)), rel_gap=1e-8, max_iter=100000,
+                             deadline=Deadline())
             self.runs[key] = (run.lower_bound, run.objective)
         return self.runs[key]
 
@@ -74,7 +75,8 @@ the tests: its group solves are the slow part)."""
     Xs = with_intercept(Xs)
     problem = ArmulProblem.from_tasks(Xs, ys, c=c)
     anchors = np.array([np.linalg.lstsq(X, y, rcond=None)[0] for X, y in zip(Xs, ys)])
-    start = prox.clustered_armul(problem, k, anchors, np.random.default_rng(0), n_init=2)
+    start = prox.clustered_armul(problem, k, anchors, np.random.default_rng(0), n_init=2,
+                                 deadline=Deadline())
     return problem, start, Reference(problem, k)
 
 
