@@ -256,7 +256,7 @@ class SparseMTL(MTLEstimator):
         return miqp_model(problem, incumbent) if kind == "miqp" else initial_master(problem, incumbent)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
-        """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse.build_miqp``)
+        """The Big-M perspective MIQP of ``algorithm="miqp"`` (``formulations.sparse_models.build_miqp``)
         on the normalized twin of the fitted problem, M proven from the bcd answer."""
         problem, scaler, std_data = self._checked_problem(data)
         incumbent, _, n_iter = fit_bcd(problem, max_iter=self.max_iter, local_search=self.local_search)

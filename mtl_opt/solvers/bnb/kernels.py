@@ -137,7 +137,7 @@ def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
       cache=True, fastmath=FASTMATH)
 def set_dual(X, y, ends, point, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
              negligible, gradient):
-    """``_SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
+    """``SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
     sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).  The point's
     last K entries are the prices in units of ``price_unit``: pi = max(entry, 0) ``price_unit``.
 

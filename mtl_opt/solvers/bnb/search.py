@@ -33,6 +33,7 @@ from .scope import refusal
 from .sets import ENUMERATED_TASKS, SetSearch
 from .zbar import ZbarSearch
 
+
 @one_blas_thread
 def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarray, *,
               node_iterations: int = NODE_ITERATIONS, deadline: Deadline | None = None,
