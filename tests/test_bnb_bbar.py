@@ -14,6 +14,7 @@ from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
 from mtl_opt.solvers import bnb
+from mtl_opt.solvers.bnb.sets import SetSearch
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -105,7 +106,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
     table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    search = bnb._SetSearch(problem, 200, np.zeros((K, p)), Deadline(30))
+    search = SetSearch(problem, 200, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     search.skipped = 0   # every stage, as at the root: these climbs start cold, not from a parent
     y, tight = np.concatenate(ys), 0
@@ -137,7 +138,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
                          BOUND_CASES + [("zbar_l2", 10, 3, 5, 4, 2, 0.5, 0.0, 2.0)])
 def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n, s, lambda_ridge, lambda_bbar,
                                                          lambda_zbar, mu):
-    """``bnb_kernels.set_dual`` against D(r, pi) and its softmin written out here: each column's task
+    """``bnb.kernels.set_dual`` against D(r, pi) and its softmin written out here: each column's task
     sets the node allows (every fixed-in task, no fixed-out one; none or all for a shared support),
     each costing sum_S pi_k + (lambda_zbar/2)|S|(K-|S|)/K - ||v_S||^2/(2a) - c (sum_S v_k)^2 / (2a(a - c|S|)),
     a = lambda_ridge + lambda_bbar, c = lambda_bbar / K, v_k = X_k'r_k / n_k (0 on an excluded pair).  At the
@@ -147,7 +148,7 @@ def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n,
     excluded = np.zeros((K, p), bool)
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    search = bnb._SetSearch(problem, 20, np.zeros((K, p)), Deadline(30))
+    search = SetSearch(problem, 20, np.zeros((K, p)), Deadline(30))
     a, c = lambda_ridge + lambda_bbar, lambda_bbar / K
     common = variant.startswith("cs")
     for _ in range(5):
@@ -188,7 +189,7 @@ def test_bbar_child_bounds_are_below_the_enumerated_child_optima(
     Xs, ys = data(seed, K, p, n, s)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
     table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
-    search = bnb._SetSearch(problem, 40, np.zeros((K, p)), Deadline(30))
+    search = SetSearch(problem, 40, np.zeros((K, p)), Deadline(30))
     search.upper = np.inf
     tight = 0
     for _ in range(3):

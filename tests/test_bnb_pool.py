@@ -1,4 +1,4 @@
-"""bnb on two cores (``bnb_pool``): the same tree and answer as on one, and a failing worker only costs time."""
+"""bnb on two cores (``bnb.pool``): the same tree and answer as on one, and a failing worker only costs time."""
 
 import concurrent.futures
 import multiprocessing
@@ -11,7 +11,9 @@ import pytest
 from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers import bnb, bnb_kernels, bnb_pool
+from mtl_opt.solvers import bnb
+from mtl_opt.solvers.bnb import kernels, pool as bnb_pool
+from mtl_opt.solvers.bnb.greedy import GreedySearch
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
@@ -107,7 +109,8 @@ def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(po
     one-core result of its own node (floats to 1e-12, as the tests above compare the two)."""
     problem, _ = random_problem("cs_l2", 4100, K=2, p=12, n=6, s=2)
     problem = problem.with_params(lambda_ridge=1e-3)
-    search = bnb._Search(problem, 40, fit_bcd(problem, local_search=False, deadline=Deadline()).coef, Deadline(120))
+    search = GreedySearch(problem, 40, fit_bcd(problem, local_search=False, deadline=Deadline()).coef,
+                          Deadline(120))
     nodes = []
     for j in range(4):
         fixed = np.full((2, 12), bnb.FREE, dtype=np.int8)
@@ -115,14 +118,14 @@ def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(po
         nodes.append((fixed, search.start()))
     expected = [search.bound(*node) for node in nodes]
     pool = bnb_pool.NodePool(None, Deadline(120))
-    original, calls = bnb._Search.bound, []
+    original, calls = GreedySearch.bound, []
 
     def slow_here(self, fixed, r):
         calls.append(int(np.flatnonzero(fixed[0] == bnb.IN)[0]))
         if len(calls) == 1:
             time.sleep(3.0)
         return original(self, fixed, r)
-    monkeypatch.setattr(bnb._Search, "bound", slow_here)
+    monkeypatch.setattr(GreedySearch, "bound", slow_here)
     try:
         results = pool.bounds(search, nodes)
     finally:
@@ -138,4 +141,4 @@ def test_the_climb_lets_the_feeder_thread_run():
     """The compiled climb releases the GIL: while this process climbs, the thread that feeds the
     worker must be able to hand it its next node (holding the GIL left the worker idle until each
     climb here ended: 1217 nodes in 30 s on two cores against 1469, BENCHMARKS.md)."""
-    assert bnb_kernels.climb.targetoptions.get("nogil") is True
+    assert kernels.climb.targetoptions.get("nogil") is True

@@ -12,7 +12,12 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb, bnb_kernels
+from mtl_opt.solvers import bnb
+from mtl_opt.solvers.bnb import kernels
+from mtl_opt.solvers.bnb.greedy import GreedySearch
+from mtl_opt.solvers.bnb.node import STAGES
+from mtl_opt.solvers.bnb.sets import SetSearch
+from mtl_opt.solvers.bnb.zbar import ZbarSearch
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 
@@ -86,7 +91,7 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
         problem = problem_of(Xs, ys, variant, s, lambda_zbar)
-        search = (bnb._ZbarSearch if lambda_zbar else bnb._Search)(problem, 40, np.zeros((K, p)), Deadline(30))
+        search = (ZbarSearch if lambda_zbar else GreedySearch)(problem, 40, np.zeros((K, p)), Deadline(30))
         search.upper = np.inf   # climb without stopping at an incumbent
         for _ in range(2):
             fixed = search._filled(random_node(rng, variant, K, p, s))
@@ -116,7 +121,7 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
 
 @pytest.mark.parametrize("variant", ["l0l2", "cs_l2"])
 def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
-    """The climb's D (``bnb_kernels.search_dual``: the heaviest free entries by its own sort) and the
+    """The climb's D (``bnb.kernels.search_dual``: the heaviest free entries by its own sort) and the
     reported bound and proposed support (``_greedy``, a stable sort) take the same weight, with many
     ties; and the greedy support fills each budget with the node's fixed-in entries and none of its
     fixed-out ones."""
@@ -124,7 +129,7 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
         Xs = [np.round(X) for X in Xs]   # integer designs and points: ties in the weights throughout
-        search = bnb._Search(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
+        search = GreedySearch(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
         for _ in range(20):
             fixed = search._filled(random_node(rng, variant, K, p, s))
             r = rng.integers(-1, 2, size=search.ends[-1]).astype(float)
@@ -138,11 +143,11 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
-    ("l0l2", 0.0, 0.0, bnb._Search), ("cs_l2", 0.0, 0.0, bnb._Search), ("zbar_l2", 1.0, 0.0, bnb._SetSearch),
-    ("zbar_bbar", 0.5, 3.0, bnb._SetSearch), ("cs_bbar", 0.0, 1.0, bnb._SetSearch)])
+    ("l0l2", 0.0, 0.0, GreedySearch), ("cs_l2", 0.0, 0.0, GreedySearch), ("zbar_l2", 1.0, 0.0, SetSearch),
+    ("zbar_bbar", 0.5, 3.0, SetSearch), ("cs_bbar", 0.0, 1.0, SetSearch)])
 def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(variant, lambda_zbar, lambda_bbar,
                                                                              search_class):
-    """``bnb_kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence (with
+    """``bnb.kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence (with
     the prices' bound pi >= 0 in the priced trees): the same maximum (both methods, one concave
     function); the best D it reports is D at the point it kept, at least D at the start and at its
     last point; and a start already at the incumbent is pruned there, without a step.  The priced
@@ -161,7 +166,7 @@ def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(vari
         floor = [(None, None)] * residuals + [(0.0, None)] * (len(start) - residuals)
 
         def climb(upper, best_point, maxiter=2000):
-            return bnb_kernels.climb(search._evaluation(fixed, mu), start, residuals, maxiter, 10, 0.0, upper,
+            return kernels.climb(search._evaluation(fixed, mu), start, residuals, maxiter, 10, 0.0, upper,
                                      best_point, -np.inf)
 
         def negative_smoothed(point):
@@ -189,7 +194,7 @@ def test_the_compiled_climb_stops_at_a_stationary_start():
     X, ends = rng.normal(size=(6, 8)), np.array([0, 6])
     best_point = np.full(6, np.nan)
     evaluation = (X, np.zeros(6), ends, np.full((1, 8), 1 / 6), 0.5, 0.1, np.full((1, 8), bnb.FREE, dtype=np.int8), 2)
-    last, best, pruned = bnb_kernels.climb(evaluation, np.zeros(6), 6, 50, 10, 0.0, np.inf, best_point, -np.inf)
+    last, best, pruned = kernels.climb(evaluation, np.zeros(6), 6, 50, 10, 0.0, np.inf, best_point, -np.inf)
     assert not pruned and best == pytest.approx(0.0, abs=1e-12)
     assert np.allclose(last, 0.0, rtol=0, atol=1e-12) and np.allclose(best_point, 0.0, rtol=0, atol=1e-12)
 
@@ -203,15 +208,15 @@ def test_the_root_climbs_every_stage_and_children_of_wide_joint_trees_skip_one(v
     features climbs its children from the parent's point without the roughest stage; one task's
     tree (l0l2 splits per task, or K = 1) and a tree of tall tasks keep every stage."""
     schedules = []
-    original = bnb._Search.mu_schedule
-    monkeypatch.setattr(bnb._Search, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
+    original = GreedySearch.mu_schedule
+    monkeypatch.setattr(GreedySearch, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
     Xs, ys = data(1, K, 8, n, 2)
     run = bnb.solve_bnb(problem_of(Xs, ys, variant, 2, lambda_zbar), SolveOptions(time_limit=60, threads=1),
                         np.zeros((K, 8)), deadline=Deadline(60))
     assert run.native["nodes"] > 1
     roots = K if variant == "l0l2" else 1
-    assert [len(mus) for mus in schedules[:roots]] == [bnb.STAGES] * roots
-    assert {len(mus) for mus in schedules[roots:]} == {bnb.STAGES - skip}
+    assert [len(mus) for mus in schedules[:roots]] == [STAGES] * roots
+    assert {len(mus) for mus in schedules[roots:]} == {STAGES - skip}
     assert all(np.all(np.diff(mus) < 0) for mus in schedules)
 
 
@@ -228,7 +233,7 @@ def test_capped_projection_matches_bisection():
     cases += [(np.array([5.0, 5.0, 5.0, 4.4]), 2), (np.full(30, 2.5), 7),
               (np.concatenate([np.full(5, 9.0), rng.uniform(0, 0.1, 200)]), 3)]
     for scores, budget in cases:
-        z = bnb_kernels.capped(scores, budget)
+        z = kernels.capped(scores, budget)
 
         def total(t):
             return np.clip(scores - t, 0.0, 1.0).sum()

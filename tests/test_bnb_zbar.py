@@ -10,7 +10,11 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb, bnb_kernels
+from mtl_opt.solvers import bnb
+from mtl_opt.solvers.bnb import kernels
+from mtl_opt.solvers.bnb.greedy import GreedySearch
+from mtl_opt.solvers.bnb.sets import SetSearch
+from mtl_opt.solvers.bnb.zbar import ZbarSearch
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -89,7 +93,7 @@ def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, la
     assert problem.feasible(result.estimate)
 
 
-@pytest.mark.parametrize("search_class", [bnb._ZbarSearch, bnb._SetSearch])
+@pytest.mark.parametrize("search_class", [ZbarSearch, SetSearch])
 @one_blas_thread   # as solve_bnb runs: L-BFGS-B's tiny BLAS calls on spinning threads crawl under load
 def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_class):
     """D(r, pi) bounds the node from below for every r and every pi >= 0 (weak duality), not
@@ -124,7 +128,7 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
 
 @pytest.mark.parametrize("sizes", [(5, 5, 5), (4, 9, 6), (12, 3), (1, 30, 2, 16, 7)])
 def test_compiled_products_are_each_tasks_own(sizes):
-    """The climb's compiled products (``bnb_kernels``, tasks stacked) against each task's own in numpy:
+    """The climb's compiled products (``bnb.kernels``, tasks stacked) against each task's own in numpy:
     X_k'r_k, the loss part sum_k (y_k.r_k - ||r_k||^2/2) / n_k and its gradient (y_k - r_k - X_k g_k) / n_k,
     with the point's trailing entries (a Zbar tree's prices) left alone."""
     rng = np.random.default_rng(len(sizes))
@@ -135,9 +139,9 @@ def test_compiled_products_are_each_tasks_own(sizes):
     X, y = np.vstack(Xs), np.concatenate(ys)
     point, slopes = rng.normal(size=ends[-1] + 2), rng.normal(size=(len(sizes), p))
     r = [point[ends[k]:ends[k + 1]] for k in range(len(sizes))]
-    assert np.allclose(bnb_kernels.products(X, ends, point), [X.T @ rk for X, rk in zip(Xs, r)], rtol=1e-12, atol=1e-12)
+    assert np.allclose(kernels.products(X, ends, point), [X.T @ rk for X, rk in zip(Xs, r)], rtol=1e-12, atol=1e-12)
     gradient = np.full_like(point, 7.0)
-    base = bnb_kernels.loss_part(X, y, ends, point, slopes, gradient)
+    base = kernels.loss_part(X, y, ends, point, slopes, gradient)
     assert base == pytest.approx(sum((y @ rk - rk @ rk / 2) / len(y) for y, rk in zip(ys, r)), rel=1e-12)
     expected = np.concatenate([(y - rk - X @ g) / len(y) for X, y, rk, g in zip(Xs, ys, r, slopes)])
     assert np.allclose(gradient[:ends[-1]], expected, rtol=1e-12, atol=1e-12)
@@ -145,8 +149,8 @@ def test_compiled_products_are_each_tasks_own(sizes):
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
-    ("l0l2", 0.0, 0.0, bnb._Search), ("cs_l2", 0.0, 0.0, bnb._Search), ("zbar_l2", 1.0, 0.0, bnb._ZbarSearch),
-    ("zbar_l2", 1.0, 0.0, bnb._SetSearch), ("bbar", 0.0, 10.0, bnb._SetSearch), ("cs_bbar", 0.0, 10.0, bnb._SetSearch)])
+    ("l0l2", 0.0, 0.0, GreedySearch), ("cs_l2", 0.0, 0.0, GreedySearch), ("zbar_l2", 1.0, 0.0, ZbarSearch),
+    ("zbar_l2", 1.0, 0.0, SetSearch), ("bbar", 0.0, 10.0, SetSearch), ("cs_bbar", 0.0, 10.0, SetSearch)])
 def test_the_climbed_gradient_is_the_smoothed_duals(variant, lambda_zbar, lambda_bbar, search_class):
     """The gradient L-BFGS climbs with is that of the smoothed D it returns (central differences),
     on tasks of different sizes: a wrong one leaves every bound valid but climbs badly, which no
@@ -185,7 +189,7 @@ def test_a_priced_climb_is_the_same_in_any_units_of_y(seed):
     bounds = {}
     for c in (1e-3, 1.0, 1e3):
         twin = problem.scaled(c)
-        search = bnb._SetSearch(twin, 4000, np.zeros((K, p)), Deadline(30))
+        search = SetSearch(twin, 4000, np.zeros((K, p)), Deadline(30))
         search.upper = 2 * twin.objective(np.zeros((K, p)))   # in the twin's units, above every bound
         root = np.full((K, p), bnb.FREE, dtype=np.int8)
         bounds[c] = search.bound(root, search.start())[0] * c**2

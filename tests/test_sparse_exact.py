@@ -12,7 +12,8 @@ from mtl_opt.bench.cell import trace
 from mtl_opt.errors import CapabilityError, InvalidDataError, InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 
-from mtl_opt.formulations.sparse import VARIANTS, perspective_cut, zbar_penalty
+from mtl_opt.formulations.sparse import VARIANTS, zbar_penalty
+from mtl_opt.formulations.sparse_models import perspective_cut
 from mtl_opt.solvers.backends import get_backend
 from mtl_opt.solvers import bnb, progress
 from mtl_opt.solvers.bcd import fit_bcd

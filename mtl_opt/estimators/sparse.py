@@ -232,7 +232,7 @@ class SparseMTL(MTLEstimator):
         """An exact model of the fitted problem, on its normalized twin (``ObjectiveScale``: y over
         the power of 2 that puts F near 1 at the bcd answer; ``normalized=False``: y as it is, as
         ``mtl-opt export`` writes it).  ``kind="miqp"``: the Big-M perspective MIQP of
-        ``algorithm="miqp"`` (``formulations.sparse.build_miqp``), M proven from the bcd answer;
+        ``algorithm="miqp"`` (``formulations.sparse_models.build_miqp``), M proven from the bcd answer;
         ``"master"``: the outer-approximation master with its first cuts (a MILP whose solution
         is refitted on its support; its bound holds since the cuts underestimate F)."""
         if kind not in ("miqp", "master"):

@@ -1,9 +1,9 @@
 """L-BFGS-B without scipy.optimize.minimize's per-step overhead: scipy's compiled routine, driven
 directly.
 
-bnb bounds a node of a Zbar tree with more than ``bnb.ENUMERATED_TASKS`` tasks (prices >= 0, its
+bnb bounds a node of a Zbar tree with more than ``bnb.sets.ENUMERATED_TASKS`` tasks (prices >= 0, its
 dual evaluated by a numpy recursion) by climbing its dual with L-BFGS-B, hundreds of steps (the
-other trees climb in ``bnb_kernels.climb``; these figures were measured when the K = 4 trees climbed
+other trees climb in ``bnb.kernels.climb``; these figures were measured when the K = 4 trees climbed
 here too: about 0.4 ms a step at p = 250).  ``scipy.optimize.minimize`` adds about 0.25 ms of Python to each step (its
 ``ScalarFunction`` wrapper, copies and checks of the point, a result object per iteration): 33-43%
 of a climb's time.  ``minimize`` here runs the loop scipy's own ``_minimize_lbfgsb`` runs around the same

@@ -1,7 +1,7 @@
 """Exact solvers for the sparse multi-task objective: outer approximation and the Big-M MIQP.
 
 Outer approximation (multi-tree, on any MILP backend): the master MILP of
-``formulations.sparse.build_master`` holds the supports, the Zbar term
+``formulations.sparse_models.build_master`` holds the supports, the Zbar term
 exactly and epigraph variables eta; every support z the master proposes is
 refitted exactly (an upper bound F(z)) and contributes a perspective cut
 eta >= c(z0) + g.(z - z0), valid on all of [0, 1]^(K x p).  The master's
@@ -24,9 +24,10 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
-from ..formulations.sparse import (SparseProblem, add_cut, build_feasibility, build_master, build_miqp,
-                                   coefficient_bound, dual_bound_margin, fitting_tolerance,
-                                   master_support, miqp_box, perspective_cut, perspective_slack)
+from ..formulations.sparse import SparseProblem
+from ..formulations.sparse_models import (add_cut, build_feasibility, build_master, build_miqp, coefficient_bound,
+                                          dual_bound_margin, fitting_tolerance, master_support, miqp_box,
+                                          perspective_cut, perspective_slack)
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
@@ -41,7 +42,7 @@ ROOT_ROUNDS, ROOT_PATIENCE, ROOT_STALL = 300, 25, 1e-3
 #: z values above this count as in the support of a fractional point.
 FRACTIONAL_SUPPORT = 1e-6
 #: Dual-feasibility tolerance of every exact solve: its dual bound is lowered by this times the
-#: model's bound mass (``formulations.sparse.dual_bound_margin``), which on the normalized
+#: model's bound mass (``formulations.sparse_models.dual_bound_margin``), which on the normalized
 #: problem (objective ~1) of a small model stays a small fraction of a 1e-6 gap; the defaults
 #: (1e-7) would not.  The OA masters go tighter where they are too large for it
 #: (``fitting_tolerance``).

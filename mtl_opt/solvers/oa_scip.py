@@ -26,7 +26,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import SolverError
-from ..formulations.sparse import Cut, SparseProblem, dual_bound_margin, perspective_cut, zbar_penalty
+from ..formulations.sparse import SparseProblem, zbar_penalty
+from ..formulations.sparse_models import Cut, dual_bound_margin, perspective_cut
 from ..result import Status, relative_gap
 from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
 from .backends.base import ticking

@@ -22,7 +22,7 @@ from ..formulations.sparse import SparseProblem
 from ..reductions import ObjectiveScale, normalizing_root
 from ..result import Status
 from .backends import pick_backend
-from . import bnb_scope
+from .bnb import scope as bnb_scope
 from .bcd import cut_short, fit_bcd
 from .method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
@@ -57,8 +57,8 @@ COMPILE_NOTICE_AFTER = 5.0
 
 @functools.cache
 def _bnb_module():
-    """``solvers.bnb``, imported on first use, since importing it compiles its numba kernels
-    (``bnb_kernels``), which no other method needs: bnb's ``Method.prepare``, which every fit runs
+    """``solvers.bnb.search``, imported on first use, since importing it compiles its numba kernels
+    (``bnb.kernels``), which no other method needs: bnb's ``Method.prepare``, which every fit runs
     before its deadline starts, so the compile is never inside a time limit.  A slow import is
     announced (it does not say "compiling" for sure: a load from the cache can take 5 s on a busy
     machine)."""
@@ -68,7 +68,7 @@ def _bnb_module():
     notice.daemon = True
     notice.start()
     try:
-        from . import bnb
+        from .bnb import search as bnb
     finally:
         notice.cancel()
     return bnb

@@ -15,7 +15,8 @@ the estimator's claims (s, the penalties' linearization, the side constraints): 
 deactivated or rewritten, or a binary variable relaxed, is refused before the solve, naming it
 (add rows, fix or bound variables instead).  The bound: the backend's dual bound of the
 edited model, lowered by the margin its dual-feasibility tolerance allows
-(``formulations.sparse.dual_bound_margin``, over every row and column of the edited model), and
+(``formulations.sparse_models.dual_bound_margin``, over every row and column of the edited
+model), and
 with the model's own objective capped by ``bound_cap`` (a Big-M box proven only below that level,
 ``ModelSpec``), then mapped to the reported scale by the spec's ``reductions.Inverse`` (its
 ``value_scale``, a power of 2 for every estimator, so exactly).
@@ -33,7 +34,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..errors import CapabilityError, InvalidParameterError
-from ..formulations.sparse import dual_bound_margin
+from ..formulations.sparse_models import dual_bound_margin
 from ..reductions import Inverse
 from ..result import Status
 from .backends import pick_backend

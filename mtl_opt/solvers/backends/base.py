@@ -160,7 +160,7 @@ class Backend(abc.ABC):
     #: LP solver accepts as optimal, which bounds the error of its dual bound (``dual_tolerance``).
     DUAL_TOLERANCE: ClassVar[tuple[str, float]]
     #: The tightest dual tolerance asked of the solver where a model is too large for the usual
-    #: one (``formulations.sparse.fitting_tolerance``): the option's own floor, or for SCIP
+    #: one (``formulations.sparse_models.fitting_tolerance``): the option's own floor, or for SCIP
     #: (1e-17) 1e-12, as its LPs are solved in doubles.
     TIGHTEST_DUAL_TOLERANCE: ClassVar[float]
     #: (native name, default) of the primal-feasibility tolerance: how far a row may be violated.

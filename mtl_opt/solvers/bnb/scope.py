@@ -1,9 +1,9 @@
-"""What bnb can solve, importable without its kernels: ``bnb`` compiles numba kernels when first
-imported (~40 s once per machine), and ``mtl-opt validate`` or a fit's ``check`` asks only this."""
+"""What bnb can solve, importable without its kernels: ``bnb.search`` compiles numba kernels when
+first imported (~40 s once per machine), and ``mtl-opt validate`` or a fit's ``check`` asks only this."""
 
 from __future__ import annotations
 
-from ..formulations.sparse import SparseProblem
+from ...formulations.sparse import SparseProblem
 
 #: Per-task supports with a Bbar term are bounded by enumerating each column's 2^K task sets, up to
 #: this many tasks (one dual evaluation at p = 250, n_k = 50 took 10.6 ms at K = 8, 133 ms at K = 10).
@@ -11,7 +11,7 @@ MAX_BBAR_TASKS = 8
 
 
 def refusal(problem: SparseProblem) -> str | None:
-    """Why bnb cannot solve ``problem`` (its scope: ``solvers.bnb``'s docstring), or None."""
+    """Why bnb cannot solve ``problem`` (its scope: ``bnb.search``'s docstring), or None."""
     if not problem.lambda_ridge > 0:
         return ("algorithm='bnb' needs lambda_ridge > 0 (its node bounds come from the ridge term); "
                 "use algorithm='oa_multi_tree', which takes lambda_ridge = 0 where every task has "

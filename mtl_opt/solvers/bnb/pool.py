@@ -2,11 +2,11 @@
 shared between this process and a worker process.
 
 Bounding a node (an L-BFGS climb of its dual) is nearly all of bnb's time, and a step splits up to
-``bnb.BATCH`` nodes into two children each.  This process bounds them from the front of the list, a
+``tree.BATCH`` nodes into two children each.  This process bounds them from the front of the list, a
 joblib (loky) worker from the back, each taking the next as soon as it is done (a thread here hands
-the worker its nodes, while ``bnb_kernels.climb`` runs here without the GIL), so that neither waits
+the worker its nodes, while ``kernels.climb`` runs here without the GIL), so that neither waits
 while the other has work: a climb pruned early takes a fraction of one that is not.  All are bounded
-against the same incumbent, and their supports are offered only afterwards (``_Search.push``), so
+against the same incumbent, and their supports are offered only afterwards (``Tree.push``), so
 the tree, its bounds and its answer are the same on one core or two; only the time differs.
 
 The worker is a loky process (joblib's process executor, which handles start-up, crashes and
@@ -130,7 +130,7 @@ class NodePool:
 
 def _ready() -> None:
     """In the worker: import what bounding needs, so the first node is not late."""
-    importlib.import_module("mtl_opt.solvers.bnb")
+    importlib.import_module("mtl_opt.solvers.bnb.search")
 
 
 #: Bounds one node after another (the searches' default, and what ``threads=1`` amounts to).

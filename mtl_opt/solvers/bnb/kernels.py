@@ -6,10 +6,10 @@ softmin over each column's task sets (``set_dual``).  At n_k = 50, p = 250 numpy
 an evaluation in call overhead, not arithmetic (benchmarks/HISTORY.md, "bnb's climbs compiled"); driving
 the compiled evaluations from Python's L-BFGS-B loop then cost as much again, so the trees climb
 wholly here (``climb``, compiled once for each evaluation: ``SEARCH`` and ``SETS``).  ``climb``
-releases the GIL, so that while this process climbs, ``bnb_pool``'s feeder thread can take the
+releases the GIL, so that while this process climbs, ``pool``'s feeder thread can take the
 worker's bound and send it the next node: holding it left the worker idle until a climb ended.
 
-Nothing here decides a bound: the climb only looks for a good dual point, and ``_Search.safe_dual``
+Nothing here decides a bound: the climb only looks for a good dual point, and ``NodeBound.safe_dual``
 (numpy, with its rounding-error terms) scores the point it keeps.  So the kernels may reassociate
 sums (``FASTMATH``: vectorized loops), which changes only the last bits of the climb's path.
 
@@ -27,7 +27,7 @@ from numba.extending import overload
 
 #: Reassociation and fused multiply-adds only: no assumption that values are finite.
 FASTMATH = {"reassoc", "contract"}
-#: A node's entry states (``bnb`` uses these): free, fixed out, fixed in.
+#: A node's entry states (``tree`` and the bound families use these): free, fixed out, fixed in.
 FREE, OUT, IN = -1, 0, 1
 _VECTOR, _MATRIX, _INDEX = types.float64[::1], types.float64[:, ::1], types.int64[::1]
 
@@ -102,7 +102,7 @@ def capped(scores, budget):
 @njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1],
         types.int64, _VECTOR)], cache=True, fastmath=FASTMATH)
 def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
-    """``_Search.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
+    """``GreedySearch.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
     gradient into ``gradient``.
 
     v = slope_scale * X'r, weights v^2 / (2 lam), summed over the tasks when ``states`` has one row
@@ -137,7 +137,7 @@ def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
       cache=True, fastmath=FASTMATH)
 def set_dual(X, y, ends, point, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
              negligible, gradient):
-    """``_SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
+    """``SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
     sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).  The point's
     last K entries are the prices in units of ``price_unit``: pi = max(entry, 0) ``price_unit``.
 
@@ -212,7 +212,7 @@ def _dual(evaluation, point, gradient):
     """(D, smoothed D) at ``point``, the smoothed D's gradient written into ``gradient``: ``search_dual`` or
     ``set_dual``, chosen by the type of ``evaluation`` when ``climb`` is compiled (a ``SEARCH`` or
     ``SETS`` tuple).  Compiled code only."""
-    raise NotImplementedError("bnb_kernels._dual runs inside compiled code only")
+    raise NotImplementedError("bnb.kernels._dual runs inside compiled code only")
 
 
 @overload(_dual)
@@ -233,7 +233,7 @@ def _dual_of(evaluation, point, gradient):
 @njit([(kind, _VECTOR, types.int64, types.int64, types.int64, types.float64, types.float64, _VECTOR, types.float64)
        for kind in (SEARCH, SETS)], cache=True, fastmath=FASTMATH, nogil=True)
 def climb(evaluation, point, floor_from, maxiter, memory, least_gain, upper, best_point, best_value):
-    """One smoothing stage of ``_Search.bound``: L-BFGS on minus the smoothed D (``_dual``) from ``point``,
+    """One smoothing stage of ``NodeBound.bound``: L-BFGS on minus the smoothed D (``_dual``) from ``point``,
     its entries from ``floor_from`` on (a priced tree's prices) kept >= 0.
 
     Returns (the last iterate, the best D seen, whether some D reached ``upper``: the node is pruned

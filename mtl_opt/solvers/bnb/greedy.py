@@ -1,0 +1,158 @@
+"""The greedy bound family: per-task trees and common supports, with no Zbar or Bbar term.
+
+Outer approximation bounds a node by the cuts it has collected so far; where n_k < p and
+lambda_ridge is small its LP bound stays near 0, because the relaxation at a node is never
+solved, only approximated by Kelley's method.  Here every node solves its own relaxation, in
+the dual.  For residuals r_k in R^(n_k) and v_k = X_k' r_k / n_k, conjugating the loss and the
+perspective of the ridge term gives, for every r,
+
+    c(z) >= D(r) = sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k - sum_jk z_jk v_jk^2 / (2 lambda_ridge),
+
+and the worst z of the node is greedy: its fixed-in entries plus the s - |in| heaviest free
+ones (per task, or per common column).  So D(r) at that z is a proven lower bound on the node
+for *every* r (``node`` climbs it).  The same dual point bounds each free entry's two children
+by a swap in the greedy z (``child_penalties``).  Excluded pairs have v_jk = 0, so they weigh 0.
+
+``GreedySearch`` also holds what every family's dual is made of (the stacked designs, the
+slopes v and the loss part, and their rounding-error bounds): ``zbar`` and ``sets`` extend it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...formulations.sparse import SparseProblem
+from ...deadline import Deadline
+from . import kernels
+from .kernels import FREE, IN
+from .node import NodeBound
+from .rounding import gamma
+from .tree import Tree
+
+
+class GreedySearch(Tree, NodeBound):
+    """A tree whose nodes are bounded by the greedy dual: the dual point is the residuals r."""
+
+    def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
+                 deadline: Deadline, screening: bool = True):
+        self.node_iterations = node_iterations
+        self.ends = np.cumsum([0] + [len(y) for y in problem.ys], dtype=np.int64)   # task k's residuals: ends[k]:ends[k+1]
+        self.abs_Xs = [np.abs(X) for X in problem.Xs]
+        self.X = np.ascontiguousarray(np.vstack(problem.Xs), dtype=float)   # ``kernels``' types
+        self.y = np.ascontiguousarray(np.concatenate(problem.ys), dtype=float)
+        self.slope_scale = problem.allowed / np.diff(self.ends)[:, None]
+        super().__init__(problem, incumbent, deadline, screening)
+
+    def start(self) -> np.ndarray:
+        """The root's dual point: r = y (D's maximizer without the penalty)."""
+        return np.concatenate(self.problem.ys)
+
+    #: The dual's evaluation (``dual``); ``_evaluation`` holds its arguments but the point and gradient.
+    kernel = staticmethod(kernels.search_dual)
+
+    def _evaluation(self, fixed: np.ndarray, mu: float) -> tuple:
+        """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a
+        ``kernels.SEARCH``)."""
+        return (self.X, self.y, self.ends, self.slope_scale, float(self.problem.lambda_ridge), float(mu),
+                self._states(fixed), int(self.problem.s))
+
+    def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray):
+        """Floats above the exact penalty part of -D(r) at each entry's "in" child, and "out" child.
+
+        A row's worst z takes its b = s - |in| heaviest free entries, w_(1) >= ... >= w_(b) >= w_(b+1)
+        (0 past the last; b >= 1 where a row has a free entry, ``_filled``).  Fixing an unchosen
+        entry j in puts it in place of w_(b): the penalty moves by w_j - w_(b); fixing a chosen one
+        out brings in w_(b+1): by w_(b+1) - w_j; the other children keep the node's z.  The two extra
+        terms add their magnitudes to ``safe_penalty``'s error bound, covered by a doubled gamma term.
+        """
+        penalty = self.safe_penalty(fixed, upper_weights, r)
+        row_weights = self._row_weights(upper_weights)
+        change = np.zeros((2,) + row_weights.shape)      # in, out
+        magnitude = np.zeros_like(change)
+        for i, ((_, free, budget), weight) in enumerate(zip(self._of_node(fixed, self._budget_rows), row_weights)):
+            order = free[np.argsort(-weight[free], kind="stable")]
+            chosen, rest = order[:budget], order[budget:]
+            following = weight[rest[0]] if len(rest) else 0.0
+            if len(rest):
+                last = weight[chosen[-1]]
+                change[0, i, rest], magnitude[0, i, rest] = weight[rest] - last, weight[rest] + last
+            change[1, i, chosen], magnitude[1, i, chosen] = following - weight[chosen], following + weight[chosen]
+        slack = 2 * gamma(upper_weights.size + 4) * (penalty + magnitude)
+        children = penalty + change + slack
+        if self.problem.common_support:   # a column's children are every task's
+            return [np.repeat(child, len(fixed), axis=0) for child in children]
+        return list(children)
+
+    def _safe_parts(self, r: np.ndarray):
+        """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
+        base, error, v, slack = self._safe_slopes(r)
+        upper_weights = (np.abs(v) + slack) ** 2 / (2 * self.problem.lambda_ridge)
+        return base, error, upper_weights * (1 + gamma(4)) * self.problem.allowed
+
+    def _safe_slopes(self, r: np.ndarray):
+        """(base, its error bound, the slopes v (K, p), a bound on each slope's error) at r."""
+        problem = self.problem
+        base, error = 0.0, 0.0
+        v, slack = np.empty((problem.n_tasks, problem.n_features)), np.empty((problem.n_tasks, problem.n_features))
+        for k, (X, abs_X, y) in enumerate(zip(problem.Xs, self.abs_Xs, problem.ys)):
+            rk, n = r[self.ends[k]:self.ends[k + 1]], len(y)
+            base += (y @ rk - rk @ rk / 2) / n
+            error += gamma(n + 3 + problem.n_tasks) * (np.abs(y) @ np.abs(rk) + rk @ rk / 2) / n
+            slack[k] = gamma(n + 1) * (np.abs(rk) @ abs_X) / n
+            v[k] = X.T @ rk / n
+        return base, error, v, slack
+
+    def safe_penalty(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray) -> float:
+        """A float above the exact penalty part of -D(r) at weights below ``upper_weights``."""
+        return upper_weights[self._greedy(fixed, upper_weights)].sum() * (1 + gamma(upper_weights.size))
+
+    def weights(self, r: np.ndarray) -> np.ndarray:
+        """(K, p) v_jk^2 / (2 lambda_ridge), the slope of -D in z_jk."""
+        v = self._slopes(r)
+        return v**2 / (2 * self.problem.lambda_ridge)
+
+    def _states(self, fixed: np.ndarray) -> np.ndarray:
+        """The kernels' node states: one row per budget (a common support's columns once)."""
+        return np.ascontiguousarray(fixed[:1] if self.problem.common_support else fixed, dtype=np.int8)
+
+    def _loss_part(self, point: np.ndarray, penalty_slopes: np.ndarray):
+        """(sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k, the gradient in the point of that minus a penalty
+        part whose gradient in v is ``penalty_slopes`` (K, p); the K prices' entries left to fill)."""
+        gradient = np.empty_like(point)
+        base = kernels.loss_part(self.X, self.y, self.ends, point, np.ascontiguousarray(penalty_slopes, dtype=float),
+                                 gradient)
+        return base, gradient
+
+    def worst(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """The node's worst support at the dual point ``r`` (a feasible one: it is refitted)."""
+        return self._greedy(fixed, self.weights(r))
+
+    def _slopes(self, r: np.ndarray) -> np.ndarray:
+        """(K, p) v_jk = X_k' r_k / n_k, 0 for an excluded pair (its beta is fixed at 0)."""
+        return kernels.products(self.X, self.ends, r) * self.slope_scale
+
+    def _greedy(self, fixed: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        """The node's worst z: its fixed-in entries plus the heaviest free ones (the first of equal ones)."""
+        def fill(z, free, weight, budget):
+            z[free[np.argsort(-weight[free], kind="stable")[:budget]]] = 1.0
+            return z
+        z = self._per_row(fixed, self._row_weights(weight), fill) > 0.5
+        return np.repeat(z, len(fixed), axis=0) if self.problem.common_support else z
+
+    def _row_weights(self, weight: np.ndarray) -> np.ndarray:
+        """(K, p) weights as the budgets count them: per task, or (1, p) summed over the tasks for
+        common supports (a shared column takes every task's weight)."""
+        return weight.sum(axis=0, keepdims=True) if self.problem.common_support else weight
+
+    def _per_row(self, fixed: np.ndarray, row_weights: np.ndarray, fill) -> np.ndarray:
+        """(rows, p) z per budget row (``_row_weights``): the fixed-in entries at 1 and
+        ``fill(z, free, weight, budget)`` choosing among the free ones (indices) and returning z."""
+        return np.array([fill(inside.copy(), free, weight, budget)
+                         for (inside, free, budget), weight in zip(self._of_node(fixed, self._budget_rows), row_weights)])
+
+    def _budget_rows(self, fixed: np.ndarray) -> list:
+        """Per budget row (each task, or the shared columns once): (its fixed-in entries as 0/1 floats,
+        the indices of its free ones, the budget they have left)."""
+        states = fixed[:1] if self.problem.common_support else fixed
+        return [((state == IN).astype(float), np.flatnonzero(state == FREE), self.problem.s - int((state == IN).sum()))
+                for state in states]
