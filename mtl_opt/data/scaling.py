@@ -109,7 +109,8 @@ class Scaler:
         return [self.task_names.index(t) for t in data.task_names]
 
     def _apply(self, data: MultiTaskData, inverse: bool) -> MultiTaskData:
-        """Apply the map (or its inverse) task by task."""
+        """Apply the map (or its inverse) task by task; the result is not validated again
+        (``MultiTaskData._derived``)."""
         Xs, ys = [], []
         for k, X, y in zip(self._rows(data), data.Xs, data.ys):
             if inverse:
@@ -118,7 +119,7 @@ class Scaler:
             else:
                 Xs.append((X - self.x_mean[k]) / self.x_scale[k])
                 ys.append(y - self.y_mean[k])
-        return type(data)(Xs, ys, data.task_names, data.feature_names)
+        return type(data)._derived(Xs, ys, data.task_names, data.feature_names)
 
     def transform(self, data: MultiTaskData) -> MultiTaskData:
         """Standardize ``data`` (whose tasks must be among the fitted ones)."""
