@@ -68,9 +68,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
              deadline: Deadline | None = None, progress: Progress | None = None) -> SolverRun:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
-    Initial cuts: at the incumbent's support and at the supports of its best
-    single swaps, and ``floor_cut``.  Each iteration re-solves the master (to a tenth of
-    ``rel_gap``), refits its support, and adds that support's cut.  The
+    Initial cuts: at the incumbent's support, at the supports of its best
+    single swaps, and ``floor_cut``.  Each iteration re-solves the master (to a
+    tenth of ``rel_gap``), refits its support, and adds that support's cut.  The
     master stays loaded in one persistent solver (root LP rounds and MILP
     iterations only send the new cuts, and the LP rounds restart from the last
     basis), with the incumbent's support as a MIP start.  Stops ``converged``
@@ -243,8 +243,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
     bound near 0 on all but tiny instances; Kelley's loop is slow too (on
     K=3, p=30 it needs ~150 rounds), hence the patience rule, which counts only rounds that
     start above ``floor`` (the master's ``floor_cut`` level, below which the LP bound is flat
-    while Kelley's cuts still make progress).  Returns the LP
-    bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F);
+    while Kelley's cuts still make progress).  Returns the LP bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F);
     ``progress`` gets the best of them as it goes.
     """
     progress = progress or Progress()
@@ -266,7 +265,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
                          for k in range(problem.n_tasks)], 0.0, 1.0)
             support = z > FRACTIONAL_SUPPORT
             add_cut(master, perspective_cut(problem, problem.refit(support, np.where(support, z, 1.0))))
-            if (len(bounds) > ROOT_PATIENCE and bounds[-1] > 0 < bounds[-1 - ROOT_PATIENCE] - floor
+            if (len(bounds) > ROOT_PATIENCE and bounds[-1] > 0 and bounds[-1 - ROOT_PATIENCE] > floor
                     and bounds[-1] - bounds[-1 - ROOT_PATIENCE] <= ROOT_STALL * bounds[-1]):
                 break
     finally:

@@ -4,8 +4,8 @@ The pip build of gurobipy carries a size-limited license that works offline; a m
 is refused by Gurobi with error code SIZE_LIMIT_EXCEEDED (10010), which becomes
 ``LicenseLimitError`` carrying Gurobi's own message.  The limit is Gurobi's to state, not ours:
 it depends on the model (gurobipy 13.0.3's took an LP of 2000 variables and refused 2001, but
-took a QP of 200 and refused 201), so no figure is written here.  Gurobi reports ``OPTIMAL`` when its gap limit is met, like HiGHS:
-callers recompute the gap from the bound.
+took a QP of 200 and refused 201), so no figure is written here.  Gurobi reports ``OPTIMAL``
+when its gap limit is met, like HiGHS: callers recompute the gap from the bound.
 """
 
 from __future__ import annotations
