@@ -8,7 +8,8 @@ Rows (each measured ``--rounds`` times, interleaved with its reference; the nois
 the per-round ratios, and a row is flagged when the stated figure lies outside it):
 
 - ``armul / previous``: CPU seconds per vanilla ARMUL fit (Section 5.1's shape: m = 30, n = 200,
-  d = 50, c = 1, no intercept), this tree over the previous release's: the tree of ``--against``
+  d = 50, c = 1, no intercept; ``armul+std``: the same with ``fit_intercept`` and
+  ``standardize``), this tree over the previous release's: the tree of ``--against``
   (a tag or commit; default the last tag) is exported with ``git archive`` into a temporary
   folder and both run in subprocesses of this interpreter, with ``PYTHONPATH`` set to each tree,
   a fresh data set per fit.  Stated: at most 1 (issue 50).
@@ -40,9 +41,10 @@ ROOT = HERE.parent
 SINGLE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def armul_child(fits: int) -> None:
+def armul_child(fits: int, standardize: bool) -> None:
     """Subprocess side of ``armul / previous``: JSON CPU seconds per fit of whichever mtl_opt
-    ``PYTHONPATH`` points at (only APIs the previous releases share)."""
+    ``PYTHONPATH`` points at (only APIs the previous releases share); ``standardize`` also
+    fits an intercept."""
     import mtl_opt
     from mtl_opt.data import MultiTaskData
     from mtl_opt.estimators import ARMUL
@@ -54,7 +56,8 @@ def armul_child(fits: int) -> None:
     for _ in range(fits):
         data = MultiTaskData([np.array(X) for X in sim.data.Xs], [np.array(y) for y in sim.data.ys])
         start = time.process_time()
-        objective = ARMUL(c=1.0, fit_intercept=False, standardize=False).fit(data).result_.objective
+        objective = ARMUL(c=1.0, fit_intercept=standardize,
+                          standardize=standardize).fit(data).result_.objective
         times.append(time.process_time() - start)
     print(json.dumps({"file": mtl_opt.__file__, "times": times, "objective": objective}))
 
@@ -65,7 +68,7 @@ def last_tag() -> str | None:
     return out.stdout.strip() or None
 
 
-def armul_vs_previous(ref: str, rounds: int, fits: int):
+def armul_vs_previous(ref: str, rounds: int, fits: int, standardize: bool = False):
     """Per-round ratios of median CPU per fit (this tree / ``ref``'s), and a note."""
     with tempfile.TemporaryDirectory() as tmp:
         archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True)
@@ -78,7 +81,8 @@ def armul_vs_previous(ref: str, rounds: int, fits: int):
             median = {}
             for side in (("this", "previous") if r % 2 == 0 else ("previous", "this")):
                 env = {**os.environ, **SINGLE_THREAD, "PYTHONPATH": trees[side]}
-                out = subprocess.run([sys.executable, __file__, "--armul-child", str(fits)],
+                out = subprocess.run([sys.executable, __file__, "--armul-child", str(fits)]
+                                     + ["--armul-standardize"] * standardize,
                                      env=env, cwd=tmp, capture_output=True, text=True)
                 if out.returncode:
                     return None, f"{side} tree failed: {out.stderr.strip().splitlines()[-1]}"
@@ -164,11 +168,12 @@ def main(argv=None):
     parser.add_argument("--against", default=None, help="previous release: a tag or commit "
                         "(default: the last tag)")
     parser.add_argument("--only", nargs="+", default=None,
-                        help="rows to run: armul, algorithm1, abess, molar, okridge")
+                        help="rows to run: armul (with armul+std), algorithm1, abess, molar, okridge")
     parser.add_argument("--armul-child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--armul-standardize", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.armul_child is not None:
-        return armul_child(args.armul_child)
+        return armul_child(args.armul_child, args.armul_standardize)
     rounds = args.rounds or (3 if args.quick else 7)
     seeds = 5 if args.quick else 20
     ref = args.against or last_tag()
@@ -176,16 +181,20 @@ def main(argv=None):
         "armul": ("armul / previous (CPU per fit)", (0.0, 1.0), lambda: (
             armul_vs_previous(ref, rounds, 10 if args.quick else 30) if ref
             else (None, "no previous release: no git tag; pass --against COMMIT"))),
+        "armul+std": ("armul+std / previous (CPU per fit)", (0.0, 1.0), lambda: (
+            armul_vs_previous(ref, rounds, 10 if args.quick else 30, standardize=True) if ref
+            else (None, "no previous release: no git tag; pass --against COMMIT"))),
         "algorithm1": ("armul / Algorithm 1 (500 steps)", 11.6 / 30,
                        lambda: armul_vs_algorithm1(rounds)),
-        "abess": ("bcd / abess, p = 250 (time)", (1.67, 1.75), lambda: bcd_vs_abess(250, rounds, seeds)),
-        "abess1000": ("bcd / abess, p = 1000 (time)", (0.98, 1.05),
+        "abess": ("bcd / abess, p = 250 (CPU)", (2.19, 2.34), lambda: bcd_vs_abess(250, rounds, seeds)),
+        "abess1000": ("bcd / abess, p = 1000 (CPU)", (0.94, 1.13),
                       lambda: bcd_vs_abess(1000, rounds, seeds)),
         "molar": ("MOLAR / per-task OLS (l1 error)", 0.1568 / 0.3481, lambda: molar_vs_ols(rounds)),
         "okridge": ("bnb / OKRidge (time)", (0.64, 0.94), lambda: bnb_vs_okridge(rounds)),
     }
     chosen = [k for k in rows if args.only is None or k in args.only
-              or (k == "abess1000" and "abess" in args.only)]
+              or (k == "abess1000" and "abess" in args.only)
+              or (k == "armul+std" and "armul" in args.only)]
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     print(f"headline ratios, {rounds} rounds per row; {uptime}\n")
     print("| comparison | measured (median [min, max] over rounds) | BENCHMARKS.md states | |")
@@ -198,7 +207,7 @@ def main(argv=None):
         measured = ("not run" if ratios is None else
                     f"{np.median(ratios):.3g} [{min(ratios):.3g}, {max(ratios):.3g}]")
         shown = f"{stated:.3g}" if np.isscalar(stated) else f"{stated[0]:.3g}-{stated[1]:.3g}"
-        if key == "armul":
+        if key.startswith("armul"):
             shown = "<= 1 (target)"
         print(f"| {label} | {measured} ({note}; {took:.0f} s) | {shown} | {flag(ratios, stated)} |",
               flush=True)

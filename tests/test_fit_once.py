@@ -130,3 +130,40 @@ def test_wall_time_covers_the_whole_fit(cls, sparse_data):
         assert est.result_.wall_time <= elapsed
         ratios.append(est.result_.wall_time / elapsed)
     assert max(ratios) >= 0.95
+
+
+@pytest.mark.parametrize("est", [ARMUL(c=1.0, fit_intercept=True, standardize=True),
+                                 SparseMTL(s=2, algorithm="bcd", standardize=True)],
+                         ids=["armul", "sparse"])
+def test_a_fit_validates_its_data_once(monkeypatch, armul_data, est):
+    """The standardized copy a fit works on is derived from validated data and not checked
+    again: the constructor's value checks run for no task during the fit."""
+    import mtl_opt.data.core as core
+    data = MultiTaskData(armul_data.Xs, armul_data.ys)
+    calls = counting(monkeypatch, core, "_check_scale")
+    est.fit(data)
+    assert not calls
+    assert np.isfinite(est.result_.objective)
+
+
+def test_a_standardized_copy_keeps_what_centring_makes_small():
+    """Centring the valid y = [1e-100, 0] gives +-5e-101, below the magnitude a user's data
+    must reach; the copy is derived, not re-checked, so standardize and transform accept it."""
+    X = np.array([[1.0], [2.0]])
+    data = MultiTaskData([X], [np.array([1e-100, 0.0])])
+    scaled, scaler = data.standardize(center=True, scale=True)
+    np.testing.assert_allclose(scaled.ys[0], [5e-101, -5e-101], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(scaled.Xs[0][:, 0], [-1.0, 1.0], rtol=1e-12)
+    np.testing.assert_array_equal(scaler.transform(data).ys[0], scaled.ys[0])
+    assert not scaled.Xs[0].flags.writeable and not scaled.ys[0].flags.writeable
+
+
+def test_a_derived_copy_is_still_checked_for_non_finite_values():
+    """A map that overflows (a hand-made Scaler with a zero scale) is refused, naming the task."""
+    from mtl_opt.data import Scaler
+    from mtl_opt.errors import InvalidDataError
+    data = MultiTaskData([np.array([[1.0], [2.0]])], [np.array([1.0, 2.0])], ["site"])
+    broken = Scaler(how="task", task_names=("site",), feature_names=("x0",),
+                    x_mean=np.zeros((1, 1)), x_scale=np.zeros((1, 1)), y_mean=np.zeros(1))
+    with pytest.raises(InvalidDataError, match="task 'site': X has 2 non-finite"):
+        broken.transform(data)

@@ -56,11 +56,12 @@ def test_bad_option_is_named_and_the_bound_margin_reads_any_case():
 
 
 def test_a_model_beyond_the_size_limited_license_is_a_clear_error():
-    """gurobipy's pip build allows 2000 variables: 2001 is refused by Gurobi (SIZE_LIMIT_EXCEEDED)."""
+    """gurobipy's pip build's license refuses 2001 variables (SIZE_LIMIT_EXCEEDED); the error
+    passes on Gurobi's own words."""
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(2001), bounds=(0, 1))
     m.obj = pyo.Objective(expr=sum(m.x.values()))
-    with pytest.raises(LicenseLimitError, match="2000 variables.*another backend"):
+    with pytest.raises(LicenseLimitError, match="Gurobi: .*size-limited license.*another backend"):
         get_backend("gurobi").solve(m, "lp", deadline=Deadline())
 
 

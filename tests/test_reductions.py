@@ -127,7 +127,7 @@ def test_sparse_bound_mapped_back_is_below_the_objective(transform):
     Xs = [rng.normal(size=(12, 4)) for _ in range(2)]
     ys = [TRANSFORMS[transform](X @ [1.5, 0, -2.0, 0] + 0.3 * rng.normal(size=12)) for X in Xs]
     problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant="l0l2", s=2, lambda_ridge=0.1)
-    incumbent = fit_bcd(problem)[0]
+    incumbent = fit_bcd(problem, deadline=Deadline()).coef
     twin, inverse = ObjectiveScale.near(problem.objective(incumbent)).apply(problem)
     assert 0.25 <= twin.objective(inverse.to_twin(incumbent)) <= 4
     np.testing.assert_allclose(inverse.value(twin.objective(inverse.to_twin(incumbent))),

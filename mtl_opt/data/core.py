@@ -100,8 +100,8 @@ def _to_float_array(value, task: str, what: str) -> np.ndarray:
 def _check_finite(a: np.ndarray, task: str, what: str) -> None:
     """Raise if ``a`` holds NaN or inf, giving the count and the first row."""
     bad = ~np.isfinite(a)
-    count = int(bad.sum())
-    if count:
+    if bad.any():
+        count = int(bad.sum())
         first_row = int(np.flatnonzero(bad.reshape(len(a), -1).any(axis=1))[0])
         raise InvalidDataError(
             f"task '{task}': {what} has {count} non-finite value(s) (NaN or inf), the first "
@@ -207,6 +207,27 @@ class MultiTaskData:
             _check_scale(y[:, None], name, ["y"])
         self._unidentified: dict = {}   # (fit_intercept, collinear) -> mask: see unidentified
 
+    @classmethod
+    def _derived(cls, Xs, ys, task_names, feature_names) -> MultiTaskData:
+        """A data set computed from a validated one by mtl_opt itself (some of its tasks, or an
+        affine map of each task: ``Scaler``), so a fit validates its data once.
+
+        The parent passed ``__init__``'s checks, and such maps keep shapes, names and types;
+        only finiteness is checked again (a map can overflow).  The magnitude checks
+        (``LARGEST_VALUE``, ``SMALLEST_SCALE``) are for data as given: centring a valid y of
+        [1e-100, 0] gives +-5e-101, which is no reason to refuse its standardized copy.
+        ``Xs`` and ``ys`` must be float64 arrays no one else writes to; they are made read-only.
+        """
+        for name, X, y in zip(task_names, Xs, ys):
+            _check_finite(X, name, "X")
+            _check_finite(y, name, "y")
+        data = cls.__new__(cls)
+        data._Xs = [_frozen(X) for X in Xs]
+        data._ys = [_frozen(y) for y in ys]
+        data._task_names, data._feature_names = list(task_names), list(feature_names)
+        data._unidentified = {}
+        return data
+
     # ----------------------------------------------------------------- access
     @property
     def n_tasks(self) -> int:
@@ -299,7 +320,7 @@ class MultiTaskData:
         repeated = sorted({self._task_names[k] for k in ks if ks.count(k) > 1})
         if repeated:
             raise InvalidParameterError(f"subset_tasks got task(s) {repeated} more than once.")
-        return MultiTaskData(
+        return MultiTaskData._derived(
             [self._Xs[k] for k in ks],
             [self._ys[k] for k in ks],
             [self._task_names[k] for k in ks],

@@ -123,7 +123,8 @@ class Scaler:
         return [self.task_names.index(t) for t in data.task_names]
 
     def _apply(self, data: MultiTaskData, inverse: bool) -> MultiTaskData:
-        """Apply the map (or its inverse) task by task."""
+        """Apply the map (or its inverse) task by task; the result is not validated again
+        (``MultiTaskData._derived``)."""
         Xs, ys = [], []
         for k, X, y in zip(self._rows(data), data.Xs, data.ys):
             if inverse:
@@ -132,7 +133,7 @@ class Scaler:
             else:
                 Xs.append(centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k])
                 ys.append(centre(y, self.y_mean[k], self.y_shift[k]))
-        return type(data)(Xs, ys, data.task_names, data.feature_names)
+        return type(data)._derived(Xs, ys, data.task_names, data.feature_names)
 
     def transform(self, data: MultiTaskData) -> MultiTaskData:
         """Standardize ``data`` (whose tasks must be among the fitted ones)."""

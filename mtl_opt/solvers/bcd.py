@@ -291,7 +291,8 @@ def _project(problem, B):
 
 def _gradient(problem, B, k):
     X, y = problem.Xs[k], problem.ys[k]
-    return (X.T @ (X @ B[k] - y) / len(y) + problem.lambda_ridge * B[k]
+    support = np.flatnonzero(B[k])   # B is sparse: X @ B[k] from its support's columns only
+    return (X.T @ (X[:, support] @ B[k, support] - y) / len(y) + problem.lambda_ridge * B[k]
             + problem.lambda_bbar * (B[k] - B.mean(axis=0)))
 
 

@@ -25,9 +25,9 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidParameterError, SolverError
 from ..formulations.sparse import SparseProblem
-from ..formulations.sparse_models import (add_cut, build_feasibility, build_master, build_miqp, coefficient_bound,
-                                          dual_bound_margin, fitting_tolerance, master_support, miqp_box,
-                                          perspective_cut, perspective_slack)
+from ..formulations.sparse_models import (Cut, add_cut, build_feasibility, build_master, build_miqp,
+                                          coefficient_bound, dual_bound_margin, fitting_tolerance,
+                                          master_support, miqp_box, perspective_cut, perspective_slack)
 from ..result import relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
@@ -41,6 +41,9 @@ from .progress import Progress
 ROOT_ROUNDS, ROOT_PATIENCE, ROOT_STALL = 300, 25, 1e-3
 #: z values above this count as in the support of a fractional point.
 FRACTIONAL_SUPPORT = 1e-6
+#: ``floor_cut`` refits every allowed pair at once: only while that system has at most this
+#: many unknowns (a dense solve of 1000 takes ~0.1 s).
+FLOOR_UNKNOWNS = 1000
 #: Dual-feasibility tolerance of every exact solve: its dual bound is lowered by this times the
 #: model's bound mass (``formulations.sparse_models.dual_bound_margin``), which on the normalized
 #: problem (objective ~1) of a small model stays a small fraction of a 1e-6 gap; the defaults
@@ -66,9 +69,9 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
              deadline: Deadline, progress: Progress | None = None) -> SolverRun:
     """Multi-tree outer approximation from ``incumbent`` (e.g. the BCD solution).
 
-    Initial cuts: at the incumbent's support and at the supports of its best
-    single swaps.  Each iteration re-solves the master (to a tenth of
-    ``rel_gap``), refits its support, and adds that support's cut.  The
+    Initial cuts: at the incumbent's support, at the supports of its best
+    single swaps, and ``floor_cut``.  Each iteration re-solves the master (to a
+    tenth of ``rel_gap``), refits its support, and adds that support's cut.  The
     master stays loaded in one persistent solver (root LP rounds and MILP
     iterations only send the new cuts, and the LP rounds restart from the last
     basis), with the incumbent's support as a MIP start.  Stops ``converged``
@@ -85,9 +88,12 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         return best
     best, best_z = problem.completed_point(best)
     master = initial_master(problem, incumbent, deadline)
+    if (floor := floor_cut(problem)) is not None:
+        add_cut(master, floor)
     upper = problem.objective(best, best_z)
     progress.update(upper, None, 0, force=True)
-    root = root_cuts(problem, master, backend, options, deadline=deadline, progress=progress)
+    root = root_cuts(problem, master, backend, options, deadline=deadline, progress=progress,
+                     floor=-np.inf if floor is None else float(np.sum(floor.constant)))
     lower, stop, seen, nodes = max(root, default=-np.inf), "iteration_limit", set(), 0
     progress.update(upper, lower, 0, force=True, iteration=0, cuts=len(master.cuts),
                     master_status=f"root LP, {len(root)} rounds")
@@ -207,17 +213,37 @@ def initial_master(problem: SparseProblem, incumbent: np.ndarray,
     return master
 
 
+def floor_cut(problem: SparseProblem) -> Cut | None:
+    """A cut without slopes: c(1), the continuous part with every allowed pair in the support.
+
+    Every perspective cut has slopes <= 0, so its value at z = 1 bounds c from below on all of
+    [0, 1]^(K x p); at the refit of every pair that value is c(1) itself, positive unless y is
+    fitted at no cost.  Cuts at supports alone leave the master's bound at 0 when lambda_ridge
+    + mu is small: their slopes -v^2 / (2 kappa) then outweigh F at every support but their own
+    (a tiny bbar instance with n < p stayed at 0 for 12 iterations).  None when that refit
+    would have more than ``FLOOR_UNKNOWNS`` unknowns.  In the root LP rounds it hides Kelley's
+    progress below it, so ``root_cuts`` counts a stall only above it.
+    """
+    allowed = ~problem.excluded
+    if allowed.sum() > FLOOR_UNKNOWNS:
+        return None
+    cut = perspective_cut(problem, problem.refit(allowed))
+    return Cut(cut.parts(allowed.astype(float)), np.zeros_like(cut.gradient))
+
+
 def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backend,
               options: SolveOptions, max_rounds: int = ROOT_ROUNDS, *,
-              deadline: Deadline, progress: Progress | None = None) -> list[float]:
+              deadline: Deadline, progress: Progress | None = None,
+              floor: float = -np.inf) -> list[float]:
     """Kelley's loop on the master's LP relaxation: cuts at fractional supports.
 
     Each round solves the relaxation, takes the minimizer of the perspective
     relaxation at its fractional z and adds the cut there (valid everywhere,
     tight at that z), until a positive LP bound stalls or ``deadline`` passes.  Cuts only at integral points leave the
     bound near 0 on all but tiny instances; Kelley's loop is slow too (on
-    K=3, p=30 it needs ~150 rounds), hence the patience rule.  Returns the LP
-    bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F);
+    K=3, p=30 it needs ~150 rounds), hence the patience rule, which counts only rounds that
+    start above ``floor`` (the master's ``floor_cut`` level, below which the LP bound is flat
+    while Kelley's cuts still make progress).  Returns the LP bounds, one per round, each lowered by ``dual_bound_margin`` (so a valid lower bound on min F);
     ``progress`` gets the best of them as it goes.
     """
     progress = progress or Progress()
@@ -239,7 +265,7 @@ def root_cuts(problem: SparseProblem, master: pyo.ConcreteModel, backend: Backen
                          for k in range(problem.n_tasks)], 0.0, 1.0)
             support = z > FRACTIONAL_SUPPORT
             add_cut(master, perspective_cut(problem, problem.refit(support, np.where(support, z, 1.0))))
-            if (len(bounds) > ROOT_PATIENCE and bounds[-1] > 0
+            if (len(bounds) > ROOT_PATIENCE and bounds[-1] > 0 and bounds[-1 - ROOT_PATIENCE] > floor
                     and bounds[-1] - bounds[-1 - ROOT_PATIENCE] <= ROOT_STALL * bounds[-1]):
                 break
     finally:

@@ -1,9 +1,11 @@
 """Gurobi through Pyomo's ``gurobi_persistent`` interface (gurobipy, the optional ``gurobi`` extra).
 
-The pip build of gurobipy carries a size-limited license (2000 variables, 2000 constraints) that
-works offline; a larger model is refused by Gurobi with error code SIZE_LIMIT_EXCEEDED, which
-becomes ``LicenseLimitError``.  Gurobi reports ``OPTIMAL`` when its gap limit is met, like HiGHS:
-callers recompute the gap from the bound.
+The pip build of gurobipy carries a size-limited license that works offline; a model beyond it
+is refused by Gurobi with error code SIZE_LIMIT_EXCEEDED (10010), which becomes
+``LicenseLimitError`` carrying Gurobi's own message.  The limit is Gurobi's to state, not ours:
+it depends on the model (gurobipy 13.0.3's took an LP of 2000 variables and refused 2001, but
+took a QP of 200 and refused 201), so no figure is written here.  Gurobi reports ``OPTIMAL``
+when its gap limit is met, like HiGHS: callers recompute the gap from the bound.
 """
 
 from __future__ import annotations
@@ -13,9 +15,6 @@ from typing import Any
 from mtl_opt.errors import LicenseLimitError
 from mtl_opt.solvers.backends.base import LP, MILP, MIQCP, MIQP, QCP, QP, Backend
 from mtl_opt.solvers.options import SolveOptions
-
-#: The limits of the license that comes with gurobipy from the package index.
-SIZE_LIMITED_LICENSE = "2000 variables and 2000 constraints"
 
 
 class GurobiBackend(Backend):
@@ -85,7 +84,6 @@ class GurobiBackend(Backend):
         if isinstance(exc, gurobipy.GurobiError) and exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
             return LicenseLimitError(
                 f"This {problem_class.upper()} model is larger than Gurobi's license allows "
-                f"(the pip build's license is limited to {SIZE_LIMITED_LICENSE}): use another "
-                "backend (`mtl-opt solvers` lists what each solves), a smaller instance, or a full "
-                "Gurobi license.")
+                f"(Gurobi: {str(exc).strip()}): use another backend (`mtl-opt solvers` lists what "
+                "each solves), a smaller instance, or a full Gurobi license.")
         return super()._failure(exc, problem_class)
