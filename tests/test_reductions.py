@@ -163,7 +163,7 @@ def test_armul_bound_mapped_back_is_below_the_objective(transform):
     twin, inverse = scale.apply(Responses(tuple(ys), 0.5, 3))
     assert 0.5 <= np.sqrt(np.mean(np.concatenate(twin.ys) ** 2)) <= 2
     problem = ArmulProblem.from_tasks(Xs, list(twin.ys), c=twin.c)
-    run = fista(problem, rel_gap=1e-9)
+    run = fista(problem, rel_gap=1e-9, deadline=Deadline())
     theta, center = inverse.estimate(run.theta), inverse.estimate(run.centers)[0]
     # the intercept column comes back to the rounding of the level (1e9: ~1e-7)
     np.testing.assert_allclose(inverse.to_twin(theta), run.theta, rtol=1e-12,
