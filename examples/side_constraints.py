@@ -21,12 +21,9 @@ import argparse
 import time
 from pathlib import Path
 
-import numpy as np
-
 from mtl_opt.data import MultiTaskData
 from mtl_opt.instance import load_instance
 from mtl_opt.metrics import task_rmse
-from mtl_opt.solvers.options import SolveOptions
 
 INSTANCE = Path(__file__).resolve().parents[1] / "instances" / "sparse_l0l2.toml"
 #: Relative gap that counts as certified here (0.01%; the instance's own is 1e-6).
