@@ -107,3 +107,14 @@ def test_run_records_are_typed():
     assert {f.name for f in dataclasses.fields(prox.ArmulEstimate)} == {"theta", "centers", "extra"}
     source = Path(armul_methods.__file__).read_text() + Path(bcd.__file__).read_text()
     assert "SolverRun(run," not in source
+
+
+def test_the_safe_bound_numerics_live_in_one_module():
+    """gamma_n, eps and rounding up are ``mtl_opt.rounding``'s (issue 51): no other module of the
+    package defines a rounding allowance or reads float64's eps (L-BFGS-B's ftol scale aside)."""
+    definitions = [(name, node.name) for name, tree in _trees() for node in ast.walk(tree)
+                   if isinstance(node, ast.FunctionDef)
+                   and node.name in ("gamma", "rounding_factor", "rounded_up", "lowered", "lowered_sum")]
+    assert {name for name, _ in definitions} == {"rounding.py"}
+    eps = [name for name, tree in _trees() if "finfo(float).eps" in ast.unparse(tree)]
+    assert sorted(eps) == ["rounding.py", "solvers/lbfgsb.py"]

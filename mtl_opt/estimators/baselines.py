@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import MultiTaskData
-from ..formulations.least_squares import build_least_squares_model, ols, rounding_factor, with_intercept
+from ..formulations.least_squares import build_least_squares_model, ols, with_intercept
+from ..rounding import rounding_factor
 from ..identifiability import identified_columns
 from ..reductions import ObjectiveScale
 from ..result import FitResult

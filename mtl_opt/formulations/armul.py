@@ -47,7 +47,7 @@ import scipy.linalg
 from scipy.special import expit, xlogy
 
 from ..errors import InvalidDataError, InvalidParameterError
-from .least_squares import rounding_factor, safe_min_eigenvalue
+from ..rounding import EPS, rounding_factor, safe_min_eigenvalue
 
 LOSSES = ("squared", "logistic")
 STRUCTURES = ("vanilla", "clustered", "lowrank")
@@ -188,7 +188,7 @@ class ArmulProblem:
         # a carries one rounding: |h(a) - h(a~)| <= eps a max|h'|, h'(a) = log(a / (1 - a)).
         slope = 2 + np.abs(np.log(np.maximum(a, 1e-300))) + np.abs(np.log(np.maximum(1 - a, 1e-300)))
         allowance = (rounding_factor(self.mask.sum() + 5) * float(np.sum(np.abs(terms)))
-                     + 4 * np.finfo(float).eps * float(np.sum(c * a * slope)))
+                     + 4 * EPS * float(np.sum(c * a * slope)))
         return float(np.sum(terms)), allowance
 
     @cached_property

@@ -20,6 +20,7 @@ import pyomo.environ as pyo
 import scipy.linalg
 
 from ..errors import InvalidDataError
+from ..rounding import EPS, rounding_factor, safe_min_eigenvalue
 
 #: Smallest allowed eigenvalue ratio of A^T A before we call a design singular.
 RCOND = 1e-12
@@ -78,7 +79,7 @@ def ols(A: np.ndarray, y: np.ndarray, *, name: str = "data") -> OLSFit:
     resid = shifted - A @ coef
     rss = float(resid @ resid)
     dist = (distance_lower_bound(A, shifted, coef, resid, safe_min_eigenvalue(gram, n))
-            - _EPS * float(np.linalg.norm(shifted)) * (level != 0.0))
+            - EPS * float(np.linalg.norm(shifted)) * (level != 0.0))
     lower = max(dist, 0.0) ** 2 / (2 * n) * (1 - rounding_factor(4))
     gram_inv_diag = np.diag(scipy.linalg.cho_solve(factor, np.eye(d))) * scale ** 2
     coef = coef * scale
@@ -104,25 +105,6 @@ def distance_lower_bound(A, b, coef, resid, min_eig) -> float:
                + float(np.linalg.norm(np.abs(A).T @ np.abs(resid))) * rounding_factor(n + 3)
                + float(np.linalg.norm(A)) * resid_error) * (1 + rounding_factor(n + d + 4))
     return norm_low - grad_up / np.sqrt(min_eig) * (1 + rounding_factor(4))
-
-
-#: Machine epsilon of float64 (twice the unit roundoff: the allowances are conservative).
-_EPS = float(np.finfo(float).eps)
-
-
-def rounding_factor(n) -> float:
-    """gamma_n = n eps / (1 - n eps): a float64 sum of n products is within gamma_n times the
-    sum of their absolute values (Higham, Thm 3.1; Neumaier and Shcherbina, Math. Prog. 2004)."""
-    return n * _EPS / (1 - n * _EPS)
-
-
-def safe_min_eigenvalue(matrix, n_terms) -> float:
-    """A lower bound on the smallest eigenvalue of the exact PSD matrix of which ``matrix`` is
-    the float64 accumulation of n_terms products: less its rounding and the eigensolver's
-    backward error (a few d eps ||matrix||), both below gamma * trace."""
-    d = matrix.shape[0]
-    return float(np.linalg.eigvalsh(matrix)[0]
-                 - rounding_factor(n_terms + 4 * d + 2) * np.trace(matrix))
 
 
 def with_intercept(X: np.ndarray) -> np.ndarray:

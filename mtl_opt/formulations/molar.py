@@ -36,6 +36,7 @@ import pyomo.environ as pyo
 
 from ..errors import InvalidDataError, InvalidParameterError
 from ..reductions import Frame
+from ..rounding import gamma
 
 
 def _check_median_inputs(values, weights, axis):
@@ -137,10 +138,6 @@ def project_dual(u, weights) -> np.ndarray:
     return u - room * fraction[None, :]
 
 
-#: Unit roundoff of float64: each operation is exact up to a relative error of at most this.
-UNIT_ROUNDOFF = np.finfo(float).eps / 2
-
-
 def dual_bound(u, values, weights, z) -> float:
     """A float no larger than the exact optimum of (P), from any u (clipped to |u_mk| <= w_m).
 
@@ -171,8 +168,7 @@ def dual_bound(u, values, weights, z) -> float:
     residual = np.array([math.fsum(column) for column in u.T])
     reach = np.where(residual > 0, high - centre, centre - low)
     n = values.size + 3
-    gamma = n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
-    slack = (2 * gamma * np.abs(terms).sum() + (1 + 2 * gamma) * np.sum(reach * np.abs(residual))
+    slack = (2 * gamma(n) * np.abs(terms).sum() + (1 + 2 * gamma(n)) * np.sum(reach * np.abs(residual))
              + 2 * n * np.finfo(float).smallest_subnormal)
     return float(np.nextafter(terms.sum() - slack, -np.inf))
 

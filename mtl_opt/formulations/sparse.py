@@ -50,6 +50,7 @@ import scipy.sparse.linalg
 from ..data import MultiTaskData
 from ..errors import InvalidParameterError
 from ..reductions import centred
+from ..rounding import EPS
 from .constraints import SideConstraints
 
 #: variant -> (common support, lambda_bbar allowed, lambda_zbar allowed)
@@ -346,7 +347,7 @@ class SparseProblem:
             if n <= p or p > MAX_CURVATURE_FEATURES:
                 continue
             eigenvalues = np.linalg.eigvalsh(X.T @ X) / n
-            margin = 8 * p * np.finfo(float).eps * eigenvalues[-1]
+            margin = 8 * p * EPS * eigenvalues[-1]
             mu[k] = max(0.0, eigenvalues[0] - margin)
         return mu
 

@@ -35,7 +35,7 @@ import numpy as np
 from .. import __version__
 from ..deadline import Deadline
 from ..formulations.armul import ArmulProblem
-from ..formulations.least_squares import rounding_factor
+from ..rounding import lowered_sum
 from ..result import Status
 from . import prox
 from .method import SolverRun
@@ -100,11 +100,6 @@ def safe_bound(group: ArmulProblem, run: prox.ProxRun) -> float:
     return max(b for b in candidates if b is not None and math.isfinite(b))
 
 
-def lowered(total: float, terms: int) -> float:
-    """A float sum of ``terms`` non-negative floats, lowered below the exact sum."""
-    return max(0.0, total * (1 - rounding_factor(terms + 1)))
-
-
 def farthest_first(points: np.ndarray) -> np.ndarray:
     """An order of the rows: the one farthest from their mean, then each time the one farthest
     from those already taken."""
@@ -128,7 +123,7 @@ class Tree:
         m = problem.m
         self.suffix = [0.0] * (m + 1)   # suffix[t]: proven LB of opt_K(tasks order[t:])
         self.singles = [self.costs.bound(1 << j) for j in self.order]
-        self.proven = lowered(math.fsum(self.singles), m)   # the independent-tasks bound
+        self.proven = lowered_sum(math.fsum(self.singles), m)   # the independent-tasks bound
         self.nodes = 0
 
     def solve(self, start_labels: np.ndarray) -> tuple[list[int], float, bool]:
@@ -143,7 +138,7 @@ class Tree:
             best = min(candidates, key=self._value)
             best, self.suffix[t], finished = self._stage(t, best)
             # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again
-            self.proven = lowered(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
+            self.proven = lowered_sum(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
             if not finished:   # before the last stage, ``best`` places only order[t:]
                 return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
         return best, self.proven, True
@@ -173,7 +168,7 @@ class Tree:
         passes, every node left is closed with its bound."""
         best, upper = incumbent, self._value(incumbent)
         closed, final = math.inf, t == 0
-        root = lowered(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
+        root = lowered_sum(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
         stack = [(t, [0] * self.k, [0.0] * self.k, 0, root)]
         while stack:
             if self.deadline.expired():
@@ -202,7 +197,7 @@ class Tree:
         for c in range(min(opened + 1, self.k)):
             child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
             child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
-            child_bound = lowered(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
+            child_bound = lowered_sum(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
             out.append((depth + 1, child, child_bounds, max(opened, c + 1), child_bound))
         return sorted(out, key=lambda child: child[-1])
 

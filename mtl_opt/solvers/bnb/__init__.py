@@ -7,10 +7,12 @@ OKRidge design), laid out as L0BnB lays out its tree, node and relaxations:
     greedy.py    bound family without Zbar or Bbar terms (greedy worst support)
     zbar.py      bound family with a Zbar term on many tasks (priced budgets, a recursion per column)
     sets.py      bound family with a Bbar term, or Zbar on few tasks (each column's task sets enumerated)
-    rounding.py  rounding-error bounds that keep every node bound proven
     kernels.py   the compiled (numba) dual evaluations and climbs
     pool.py      a step's children bounded on a second core
     scope.py     what bnb can solve, importable without its kernels
+
+Its rounding-error bounds (``gamma``, ``lowered``, ``rounded_up``) are ``mtl_opt.rounding``'s, the
+safe-bound numerics every family shares.
 
 Names load on first use: ``scope`` (``mtl-opt validate``, a fit's ``check``) never imports numba,
 while ``solve_bnb`` compiles the kernels on first import (~40 s once per machine).

@@ -26,7 +26,7 @@ from ...deadline import Deadline
 from . import kernels
 from .kernels import FREE, IN
 from .node import NodeBound
-from .rounding import gamma
+from ...rounding import gamma
 from .tree import Tree
 
 

@@ -20,7 +20,7 @@ from ...formulations.sparse import SparseProblem
 from . import kernels
 from .greedy import GreedySearch
 from .kernels import FREE, IN, OUT
-from .rounding import gamma, rounded_up
+from ...rounding import gamma, rounded_up
 from .zbar import ZbarSearch
 
 #: Each column's 2^K task sets are enumerated (``SetSearch``) with a Bbar term on per-task supports

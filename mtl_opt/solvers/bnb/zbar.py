@@ -26,7 +26,7 @@ from .. import lbfgsb
 from .greedy import GreedySearch
 from .kernels import FREE, IN, OUT
 from .node import FTOL, MEMORY, STAGES
-from .rounding import gamma
+from ...rounding import gamma
 
 #: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``ZbarSearch.price_unit``);
 #: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (benchmarks/HISTORY.md, "The
