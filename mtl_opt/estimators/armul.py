@@ -243,7 +243,8 @@ class ARMUL(GLMTasks):
     over task-to-cluster assignments (``solvers.armul_tree``, no backend) from the prox answer,
     whose bound is the least safe bound over its closed nodes (at a time limit, over the open
     ones too).  Clustered and low-rank with algorithm="prox" are local
-    searches: status ``heuristic``, no bound.  The objective is recomputed in
+    searches: clustered has no bound (``heuristic``); low-rank carries the independent-tasks
+    bound (the rank constraint dropped: proven, weak), so a gap.  The objective is recomputed in
     float64 at the returned estimate, on the fitted (standardized) scale.
 
     A coefficient a task cannot identify (a feature constant within it, listed in

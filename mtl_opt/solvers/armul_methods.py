@@ -12,7 +12,7 @@ basis of the structure).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from . import prox
 from .armul_scip import solve_exact
 from .armul_tree import solve_tree
 from .backends import NLP, QCP
-from .method import Method, SolverRun
+from .method import NO_BOUND, Method, SolverRun
 from .options import SolveOptions
 from .progress import Progress
 
@@ -62,8 +62,13 @@ def _clusters(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
 
 def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOptions,
               deadline: Deadline, **settings) -> prox.ProxRun:
-    return prox.lowrank_armul(problem.problem, problem.n_components, anchors,
-                              rel_gap=options.rel_gap, deadline=deadline)
+    """The alternating search, with the independent-tasks bound: without the rank constraint
+    every center can sit on its task, so sum_j min f_j (``dual_bound(..., "independent")``,
+    safe in floating point; None when a task's design is rank deficient) is below the low-rank
+    optimum.  Weak, but proven: the fit reports a gap, not ``heuristic``."""
+    run = prox.lowrank_armul(problem.problem, problem.n_components, anchors,
+                             rel_gap=options.rel_gap, deadline=deadline)
+    return replace(run, lower_bound=problem.problem.dual_bound(run.theta, "independent"))
 
 
 def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
@@ -102,7 +107,8 @@ class Structure:
 
     ``prox``: the solve of the ``prox`` method, ``(problem, incumbent, anchors, options,
     deadline, **settings) -> ProxRun``; ``local_search``: whether that is a search from the
-    task-wise fits (``anchors``; no bound), which the exact path then starts from; ``exact``:
+    task-wise fits (``anchors``), which the exact path then starts from; ``prox_bound``: what
+    the prox run's bound is (``none: ...`` when it has none); ``exact``:
     the solve of the ``exact`` method (None: there is none, ``no_exact`` says why); ``models``:
     loss -> the problem class the exact path hands a backend (none listed: it uses no backend);
     ``exact_scope(problem)``: why the exact path cannot bound these data, or None.
@@ -112,6 +118,7 @@ class Structure:
     prox: Callable[..., prox.ProxRun]
     local_search: bool
     exact: Callable[..., SolverRun] | None
+    prox_bound: str
     models: Mapping[str, str] = field(default_factory=dict)
     no_exact: str = ""
     exact_scope: Callable[[StructuredProblem], str | None] = lambda problem: None
@@ -119,9 +126,13 @@ class Structure:
 
 #: ARMUL's structures (``formulations.armul.STRUCTURES``) -> what each decides.
 STRUCTURES: dict[str, Structure] = {s.name: s for s in (
-    Structure("vanilla", _fista, False, _vanilla_exact, {"squared": QCP, "logistic": NLP}),
-    Structure("clustered", _clusters, True, _tree, exact_scope=_full_rank_tasks),
+    Structure("vanilla", _fista, False, _vanilla_exact, "dual feasible point from the iterate",
+              {"squared": QCP, "logistic": NLP}),
+    Structure("clustered", _clusters, True, _tree,
+              "none: clustered ARMUL by alternating prox is a heuristic",
+              exact_scope=_full_rank_tasks),
     Structure("lowrank", _subspace, True, None,
+              "the independent-tasks dual bound at the iterate (the rank constraint dropped)",
               no_exact="ARMUL(structure='lowrank') has no exact method: the rank constraint makes "
                        "it a nonconvex program SCIP's global search does not finish beyond toy "
                        "sizes; use algorithm='prox'."),
@@ -150,13 +161,16 @@ def exact_refusal(structure: str, loss: str, backend: str | None) -> MTLOptError
 def _prox(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
           backend, *, anchors=None, seed=None, n_init=10, max_iter=20000, progress=None) -> SolverRun:
     """FISTA on vanilla ARMUL from ``incumbent`` ((theta, center) or None); the alternating
-    searches of clustered / low-rank ARMUL from ``anchors`` (no bound).  Their logs are their
-    own iterations' (``progress``, the live log of the exact path, is not used)."""
+    searches of clustered / low-rank ARMUL from ``anchors`` (bounds: ``Structure.prox_bound``).
+    Their logs are their own iterations' (``progress``, the live log of the exact path, is not
+    used)."""
     run = STRUCTURES[problem.structure].prox(problem, incumbent, anchors, options, deadline,
                                              seed=seed, n_init=n_init, max_iter=max_iter)
+    source = STRUCTURES[problem.structure].prox_bound
+    if run.lower_bound is None and not source.startswith(NO_BOUND):
+        source = f"{NO_BOUND}: {source}, not available at this iterate"
     return run.solver_run({"solver": "prox (mtl_opt)", "solver_version": __version__,
-                           "bound": "dual feasible point from the iterate" if run.lower_bound is not None
-                           else f"none: {problem.structure} ARMUL by alternating prox is a heuristic"})
+                           "bound": source})
 
 
 def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
@@ -169,8 +183,10 @@ def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadlin
 #: Method name -> Method; ``ARMUL(algorithm=...)`` names one.
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("prox", (None,), True, _anything, _prox,
-           "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, "
-           "low-rank; no bound)", None, "dual feasible point from the iterate (vanilla)"),
+           "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, no "
+           "bound; low-rank, with the independent-tasks bound)", None,
+           "dual feasible point from the iterate (vanilla); the independent-tasks dual bound "
+           "(low-rank)"),
     Method("exact", ("scip", "gurobi"), True, _exact_refusal, _exact,
            "the exact Pyomo model (vanilla QCP / NLP); clustered: branch and bound over "
            "task-to-cluster assignments (armul_tree)", _model_class,
