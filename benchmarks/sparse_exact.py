@@ -74,12 +74,17 @@ from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.solvers.sparse_methods import METHODS, choose, run_exact
 from mtl_opt.synthetic import _ar1_design, smtl_simulation
 
-PATHS = {
-    "oa-highs": lambda problem, options, start: solve_oa(problem, get_backend("highs"), options, start, deadline=Deadline(options.time_limit)),
-    "oa-scip": solve_oa_single_tree,
-    "miqp-scip": lambda problem, options, start: solve_miqp(problem, get_backend("scip"), options, start, deadline=Deadline(options.time_limit)),
-}
-GRID_PATHS = {**PATHS, "bnb": solve_bnb,
+def _path(solve, backend: str | None = None):
+    """``solve(problem, [backend,] options, start)`` with its whole run's Deadline of the time limit."""
+    def run(problem, options, start):
+        backends = () if backend is None else (get_backend(backend),)
+        return solve(problem, *backends, options, start, deadline=Deadline(options.time_limit))
+    return run
+
+
+PATHS = {"oa-highs": _path(solve_oa, "highs"), "oa-scip": _path(solve_oa_single_tree),
+         "miqp-scip": _path(solve_miqp, "scip")}
+GRID_PATHS = {**PATHS, "bnb": _path(solve_bnb),
               "exact": lambda problem, options, start: run_exact(   # SparseMTL(algorithm="exact")
                   choose(problem, None), problem, start, options, Deadline(options.time_limit), None)}
 REL_GAP = 1e-4
