@@ -177,10 +177,12 @@ class SparseProblem:
     def objectives(self, Bs: np.ndarray, Zs: np.ndarray | None = None) -> np.ndarray:
         """F at each of a stack of coefficients Bs (m, K, p) and indicators Zs (m, K, p) (None: the
         least), as ``objective``: the one statement of F, evaluated for many B at once (bnb ranks a
-        node's candidate removals this way)."""
+        node's candidate removals this way).  X_k B_k uses only the columns some B_k holds: the Bs
+        are sparse, and a wide X is costly to multiply whole."""
         total = 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
         for k, (X, y) in enumerate(zip(self.Xs, self.ys)):
-            residuals = y[:, None] - X @ Bs[:, k].T     # (n_k, m)
+            used = np.flatnonzero(Bs[:, k].any(axis=0))
+            residuals = y[:, None] - X[:, used] @ Bs[:, k, used].T     # (n_k, m)
             total += np.einsum("im,im->m", residuals, residuals) / (2 * len(y))
         if self.lambda_bbar:
             total += 0.5 * self.lambda_bbar * np.sum((Bs - Bs.mean(axis=1, keepdims=True)) ** 2, axis=(1, 2))
@@ -317,7 +319,7 @@ class SparseProblem:
 
         max_k lambda_max(X_kA^T X_kA) / n_k + lambda_ridge + lambda_bbar, over the allowed columns A.
         """
-        spectral = max(_top_eigenvalue(np.where(allowed, X, 0.0)) / len(y)
+        spectral = max(_top_eigenvalue(X if allowed.all() else np.where(allowed, X, 0.0)) / len(y)
                        for X, allowed, y in zip(self.Xs, self.allowed, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
