@@ -354,13 +354,32 @@ class SparseProblem:
         return mu
 
     @cached_property
+    def correlations(self) -> np.ndarray:
+        """(K, p) X_k^T y_k / n_k: minus the loss gradient at B = 0."""
+        return np.array([y @ X / len(y) for X, y in zip(self.Xs, self.ys)])
+
+    @cached_property
     def column_sq_norms(self) -> np.ndarray:
         """(K, p) squared column norms of the (centered) designs."""
-        return np.array([np.sum(X**2, axis=0) for X in self.Xs])
+        return np.array([np.einsum("ij,ij->j", X, X) for X in self.Xs])
+
+    def gram_columns(self, k: int, columns) -> np.ndarray:
+        """(p, len(columns)) X_k^T X_k[:, columns] / n_k, each column computed once per problem: bcd's
+        swap search asks for the columns of each support it visits, mostly the same few."""
+        cache = self.__dict__.setdefault("_gram_columns", {})
+        X = self.Xs[k]
+        missing = [int(j) for j in columns if (k, j) not in cache]
+        if missing:   # X_M^T X (then transposed): from row-major X twice as fast as X^T X_M
+            for j, row in zip(missing, X[:, missing].T @ X / len(self.ys[k])):
+                cache[k, j] = row
+        return np.array([cache[k, j] for j in columns]).reshape(len(columns), X.shape[1]).T
 
     def with_params(self, **changes) -> "SparseProblem":
         """The same data with other hyperparameters; cached data-only quantities are kept."""
-        return self._keeping_design_caches(replace(self, **changes))
+        other = self._keeping_design_caches(replace(self, **changes))
+        if "correlations" in self.__dict__ and not {"Xs", "ys"} & changes.keys():
+            other.__dict__["correlations"] = self.correlations
+        return other
 
     def scaled(self, root: float) -> "SparseProblem":
         """The twin problem whose objective is F / root^2 at B / root.
@@ -376,7 +395,7 @@ class SparseProblem:
 
     def _keeping_design_caches(self, other: "SparseProblem") -> "SparseProblem":
         """``other`` with this problem's cached quantities that depend on the designs only."""
-        for data_only in ("column_sq_norms", "curvature"):
+        for data_only in ("column_sq_norms", "curvature", "_gram_columns"):
             if data_only in self.__dict__:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other

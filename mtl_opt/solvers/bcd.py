@@ -307,7 +307,9 @@ def _project(problem, B):
 def _gradient(problem, B, k):
     X, y = problem.Xs[k], problem.ys[k]
     support = np.flatnonzero(B[k])   # B is sparse: X @ B[k] from its support's columns only
-    gradient = X.T @ (X[:, support] @ B[k, support] - y) / len(y) + problem.lambda_ridge * B[k]
+    gradient = problem.lambda_ridge * B[k] - problem.correlations[k]
+    if support.size:
+        gradient += (X[:, support] @ B[k, support]) @ X / len(y)
     if problem.lambda_bbar:
         gradient += problem.lambda_bbar * (B[k] - B.mean(axis=0))
     return gradient
@@ -541,9 +543,9 @@ class _RefitModel:
 
     def __init__(self, problem, support):
         self.tasks, self.features = np.nonzero(support)
-        self.cross = [np.outer(allowed, allowed[cols]) * (X.T @ X[:, cols]) / len(y)   # (p, |S_k|)
-                      for X, y, cols, allowed in zip(problem.Xs, problem.ys, support, problem.allowed)]
-        self.q = problem.allowed * np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])
+        self.cross = [np.outer(allowed, allowed[cols]) * problem.gram_columns(k, np.flatnonzero(cols))
+                      for k, (cols, allowed) in enumerate(zip(support, problem.allowed))]
+        self.q = problem.allowed * problem.correlations
         self.blocks = np.split(np.arange(self.tasks.size), np.cumsum(support.sum(axis=1))[:-1])
         size = self.tasks.size
         H, r = problem.coupled_system(support)
