@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 from scipy.optimize import lsq_linear
 
 from ..formulations.sparse import SparseProblem, _solve_spd
@@ -49,9 +49,6 @@ from ..resources import one_blas_thread
 IMPROVEMENT = 1e-12
 #: IHT sweeps with an unchanged support before the continuous part is refitted exactly.
 STABLE_SWEEPS = 1
-#: IHT sweeps of the wide start (s' = 3s): it only seeds a descent with its s largest
-#: coefficients, and at 3s IHT keeps trading small tail coefficients long after those settle.
-WIDE_SWEEPS = 5
 #: The phase of the log record that closes a run the deadline stopped.
 TIME_LIMIT = "time limit"
 #: Swaps per task whose refit in the boxes is tried when some coefficient is bounded (``_bounded_swap``).
@@ -97,8 +94,7 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
         return BcdRun(*_marked(run(problem, _project(problem, np.array(init, dtype=float))), deadline, clock))
     zeros = np.zeros((problem.n_tasks, problem.n_features))
     wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
-    wide_start = _descend(wide, zeros, min(max_iter, WIDE_SWEEPS), tol, False, 0, clock, deadline)[0]
-    starts = [zeros, _project(problem, wide_start)]
+    starts = [zeros, _project(problem, _descend(wide, zeros, max_iter, tol, False, 0, clock, deadline)[0])]
     if problem.lambda_zbar:  # a shared support costs no Zbar: start from the best one found
         shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2",
                                      lambda_zbar=0.0)
@@ -549,11 +545,12 @@ class _RefitModel:
         self.blocks = np.split(np.arange(self.tasks.size), np.cumsum(support.sum(axis=1))[:-1])
         size = self.tasks.size
         H, r = problem.coupled_system(support)
-        try:  # P from a Cholesky factor; a collinear support without ridge has none
-            self.P = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), np.eye(size)) if size else H
-            self.singular = False
-        except np.linalg.LinAlgError:  # then the scores are approximate (moves are re-checked)
-            self.P, self.singular = np.linalg.pinv(H, hermitian=True), True
+        # P from a Cholesky factor (dposv, as ``_solve_spd``); a collinear support without ridge
+        # has none, and then the scores are approximate (moves are re-checked)
+        _, self.P, info = scipy.linalg.lapack.dposv(H, np.eye(size)) if size else (None, H, 0)
+        self.singular = info != 0
+        if self.singular:
+            self.P = np.linalg.pinv(H, hermitian=True)
         self.beta = self.P @ r
         self.coupling = problem.lambda_bbar / problem.n_tasks
 
