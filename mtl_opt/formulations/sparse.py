@@ -65,6 +65,9 @@ VARIANTS = {
 
 #: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
 MAX_CURVATURE_FEATURES = 2000
+#: Most numbers ``SparseProblem.gram_columns`` keeps (32 MB): an outer-approximation run that
+#: polishes many incumbents by swaps would otherwise cache up to K p^2 of them.
+GRAM_CACHE_FLOATS = 2**22
 #: The exact paths refuse kappa_k = lambda_ridge + mu_k below this times the largest curvature
 #: L (``SparseProblem.lipschitz``).  mu_k itself is only known to p eps L (``curvature``), the cut
 #: slopes grow like L / kappa and the Big-M like sqrt(UB / kappa): below 1e-8, slopes of 1e8 times
@@ -365,10 +368,14 @@ class SparseProblem:
 
     def gram_columns(self, k: int, columns) -> np.ndarray:
         """(p, len(columns)) X_k^T X_k[:, columns] / n_k, each column computed once per problem: bcd's
-        swap search asks for the columns of each support it visits, mostly the same few."""
+        swap search asks for the columns of each support it visits, mostly the same few.  The cache
+        is emptied when it would hold more than ``GRAM_CACHE_FLOATS`` numbers."""
         cache = self.__dict__.setdefault("_gram_columns", {})
         X = self.Xs[k]
         missing = [int(j) for j in columns if (k, j) not in cache]
+        if (len(cache) + len(missing)) * X.shape[1] > GRAM_CACHE_FLOATS:
+            cache.clear()
+            missing = [int(j) for j in columns]
         if missing:   # X_M^T X (then transposed): from row-major X twice as fast as X^T X_M
             for j, row in zip(missing, X[:, missing].T @ X / len(self.ys[k])):
                 cache[k, j] = row
