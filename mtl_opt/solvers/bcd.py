@@ -78,7 +78,8 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     with s' = min(3s, p) and no Zbar term, hard-thresholded to s; with a Zbar
     term also the common-support solution with its row swaps (zero Zbar
     cost; single-task swaps from heterogeneous starts cannot reach it once
-    lambda_zbar is large), so a Zbar fit is never worse than the cs fit.
+    lambda_zbar is large), so a Zbar fit is never worse than the cs fit.  A start on the support
+    an earlier start's run ended on (refitted there, swap-optimal with local search) is skipped.
     ``log`` holds one record per IHT sweep and per accepted swap:
     start, phase, iteration, objective, support size, time.
     Once ``deadline`` passes, every loop stops (after an exact refit) and the
@@ -103,7 +104,7 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
             starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
                                   max_swaps=max_swaps, deadline=deadline).coef)
     runs = []
-    for start in starts:   # a start on a support a run ended on (refitted, swap-optimal) adds nothing
+    for start in starts:
         if not any(np.array_equal(_support(problem, start), _support(problem, B)) for B, _, _ in runs):
             runs.append(run(problem, start))
     return BcdRun(*_marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock))
