@@ -314,3 +314,68 @@ def test_a_zbar_fit_is_never_worse_than_the_common_support_fit(lambda_zbar):
     zbar = SparseMTL(variant="zbar_l2", s=6, lambda_ridge=1.0, lambda_zbar=lambda_zbar).fit(data)
     shared = SparseMTL(variant="cs_l2", s=6, lambda_ridge=1.0).fit(data)
     assert zbar.result_.objective <= shared.result_.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gram_columns_and_correlations_match_plain_sums(seed):
+    """The swap search's cached X_k^T X_k[:, J] / n_k (any order, repeated, after other columns
+    were cached) and X_k^T y_k / n_k against sums over the rows; a twin with other y does not
+    inherit the correlations."""
+    problem, rng = random_problem("zbar_l2", seed, K=2, p=9, n=12)
+    for k in range(2):
+        X, y, n = problem.Xs[k], problem.ys[k], len(problem.ys[k])
+        for columns in ([4, 1], [1, 7, 4, 0], [], [8]):
+            expected = np.array([[sum(X[i, a] * X[i, b] for i in range(n)) / n for b in columns]
+                                 for a in range(9)]).reshape(9, len(columns))
+            assert np.allclose(problem.gram_columns(k, np.array(columns, int)), expected,
+                               rtol=1e-12, atol=1e-14)
+        plain = [sum(X[i, a] * y[i] for i in range(n)) / n for a in range(9)]
+        assert np.allclose(problem.correlations[k], plain, rtol=1e-12, atol=1e-14)
+    assert np.array_equal(problem.with_params(lambda_ridge=0.5).correlations, problem.correlations)
+
+
+def test_gram_column_cache_stays_under_its_cap(monkeypatch):
+    from mtl_opt.formulations import sparse
+    monkeypatch.setattr(sparse, "GRAM_CACHE_FLOATS", 3 * 9)     # three columns of p = 9
+    problem, _ = random_problem("l0l2", 0, K=1, p=9, n=12)
+    X, n = problem.Xs[0], len(problem.ys[0])
+    for columns in ([0, 1], [2, 3], [4], [5, 6, 7], [1, 8]):
+        assert np.allclose(problem.gram_columns(0, np.array(columns)), X.T @ X[:, columns] / n, rtol=1e-12)
+        assert len(problem.__dict__["_gram_columns"]) <= 3
+    assert np.allclose(problem.scaled(4.0).correlations, problem.correlations / 4, rtol=1e-15, atol=0)
+
+
+def test_spd_solve_falls_back_to_least_squares_when_singular():
+    from mtl_opt.formulations.sparse import _solve_spd
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 4))
+    H, rhs = A.T @ A + 0.1 * np.eye(4), rng.normal(size=4)
+    assert np.allclose(H @ _solve_spd(H, rhs), rhs, rtol=0, atol=1e-12)
+    singular = np.outer(A[0], A[0])                          # rank 1: no Cholesky factor
+    assert np.allclose(_solve_spd(singular, A[0]), np.linalg.pinv(singular) @ A[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["l0l2", "zbar_l2", "bbar", "cs_l2"])
+@pytest.mark.parametrize("seed", range(6))
+def test_skipping_a_start_on_a_finished_support_loses_nothing(variant, seed):
+    """fit_bcd skips a start whose support a finished run ended on (11 of these 24 instances);
+    its answer is as good as the best of every start descended in full."""
+    from mtl_opt.solvers import bcd
+    problem, _ = random_problem(variant, seed, K=2, p=12, n=15, s=3)
+    answer = problem.objective(fit_bcd(problem, deadline=Deadline()).coef)
+    every = [problem.objective(bcd._descend(problem, start, 1000, 1e-7, True, 10_000, 0.0, Deadline())[0])
+             for start in bcd_starts(problem)]
+    assert answer <= min(every) * (1 + 1e-12)
+
+
+def bcd_starts(problem):
+    """fit_bcd's starts: zeros, the projected wide solution and (Zbar) the shared-support fit."""
+    from mtl_opt.solvers import bcd
+    zeros = np.zeros((problem.n_tasks, problem.n_features))
+    wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
+    wide_fit = bcd._descend(wide, zeros, 1000, 1e-7, False, 0, 0.0, Deadline())[0]
+    starts = [zeros, bcd._project(problem, wide_fit)]
+    if problem.lambda_zbar:
+        shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2", lambda_zbar=0.0)
+        starts.append(fit_bcd(shared, deadline=Deadline()).coef)
+    return starts

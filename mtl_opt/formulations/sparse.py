@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse.linalg
 
 from ..data import MultiTaskData
@@ -65,6 +65,9 @@ VARIANTS = {
 
 #: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
 MAX_CURVATURE_FEATURES = 2000
+#: Most numbers ``SparseProblem.gram_columns`` keeps (32 MB): an outer-approximation run that
+#: polishes many incumbents by swaps would otherwise cache up to K p^2 of them.
+GRAM_CACHE_FLOATS = 2**22
 #: The exact paths refuse kappa_k = lambda_ridge + mu_k below this times the largest curvature
 #: L (``SparseProblem.lipschitz``).  mu_k itself is only known to p eps L (``curvature``), the cut
 #: slopes grow like L / kappa and the Big-M like sqrt(UB / kappa): below 1e-8, slopes of 1e8 times
@@ -177,10 +180,12 @@ class SparseProblem:
     def objectives(self, Bs: np.ndarray, Zs: np.ndarray | None = None) -> np.ndarray:
         """F at each of a stack of coefficients Bs (m, K, p) and indicators Zs (m, K, p) (None: the
         least), as ``objective``: the one statement of F, evaluated for many B at once (bnb ranks a
-        node's candidate removals this way)."""
+        node's candidate removals this way).  X_k B_k uses only the columns some B_k holds: the Bs
+        are sparse, and a wide X is costly to multiply whole."""
         total = 0.5 * self.lambda_ridge * np.sum(Bs**2, axis=(1, 2))
         for k, (X, y) in enumerate(zip(self.Xs, self.ys)):
-            residuals = y[:, None] - X @ Bs[:, k].T     # (n_k, m)
+            used = np.flatnonzero(Bs[:, k].any(axis=0))
+            residuals = y[:, None] - X[:, used] @ Bs[:, k, used].T     # (n_k, m)
             total += np.einsum("im,im->m", residuals, residuals) / (2 * len(y))
         if self.lambda_bbar:
             total += 0.5 * self.lambda_bbar * np.sum((Bs - Bs.mean(axis=1, keepdims=True)) ** 2, axis=(1, 2))
@@ -317,7 +322,7 @@ class SparseProblem:
 
         max_k lambda_max(X_kA^T X_kA) / n_k + lambda_ridge + lambda_bbar, over the allowed columns A.
         """
-        spectral = max(_top_eigenvalue(np.where(allowed, X, 0.0)) / len(y)
+        spectral = max(_top_eigenvalue(X if allowed.all() else np.where(allowed, X, 0.0)) / len(y)
                        for X, allowed, y in zip(self.Xs, self.allowed, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
@@ -352,13 +357,36 @@ class SparseProblem:
         return mu
 
     @cached_property
+    def correlations(self) -> np.ndarray:
+        """(K, p) X_k^T y_k / n_k: minus the loss gradient at B = 0."""
+        return np.array([y @ X / len(y) for X, y in zip(self.Xs, self.ys)])
+
+    @cached_property
     def column_sq_norms(self) -> np.ndarray:
         """(K, p) squared column norms of the (centered) designs."""
-        return np.array([np.sum(X**2, axis=0) for X in self.Xs])
+        return np.array([np.einsum("ij,ij->j", X, X) for X in self.Xs])
+
+    def gram_columns(self, k: int, columns) -> np.ndarray:
+        """(p, len(columns)) X_k^T X_k[:, columns] / n_k, each column computed once per problem: bcd's
+        swap search asks for the columns of each support it visits, mostly the same few.  The cache
+        is emptied when it would hold more than ``GRAM_CACHE_FLOATS`` numbers."""
+        cache = self.__dict__.setdefault("_gram_columns", {})
+        X = self.Xs[k]
+        missing = [int(j) for j in columns if (k, j) not in cache]
+        if (len(cache) + len(missing)) * X.shape[1] > GRAM_CACHE_FLOATS:
+            cache.clear()
+            missing = [int(j) for j in columns]
+        if missing:   # X_M^T X (then transposed): from row-major X twice as fast as X^T X_M
+            for j, row in zip(missing, X[:, missing].T @ X / len(self.ys[k])):
+                cache[k, j] = row
+        return np.array([cache[k, j] for j in columns]).reshape(len(columns), X.shape[1]).T
 
     def with_params(self, **changes) -> "SparseProblem":
         """The same data with other hyperparameters; cached data-only quantities are kept."""
-        return self._keeping_design_caches(replace(self, **changes))
+        other = self._keeping_design_caches(replace(self, **changes))
+        if "correlations" in self.__dict__ and not {"Xs", "ys"} & changes.keys():
+            other.__dict__["correlations"] = self.correlations
+        return other
 
     def scaled(self, root: float) -> "SparseProblem":
         """The twin problem whose objective is F / root^2 at B / root.
@@ -374,7 +402,7 @@ class SparseProblem:
 
     def _keeping_design_caches(self, other: "SparseProblem") -> "SparseProblem":
         """``other`` with this problem's cached quantities that depend on the designs only."""
-        for data_only in ("column_sq_norms", "curvature"):
+        for data_only in ("column_sq_norms", "curvature", "_gram_columns"):
             if data_only in self.__dict__:
                 other.__dict__[data_only] = self.__dict__[data_only]
         return other
@@ -434,8 +462,10 @@ def _top_eigenvalue(X: np.ndarray) -> float:
 
 
 def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve H x = rhs for symmetric positive (semi)definite H; least squares when singular."""
-    try:
-        return scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), rhs)
-    except np.linalg.LinAlgError:
-        return np.linalg.lstsq(H, rhs, rcond=None)[0]
+    """Solve H x = rhs for symmetric positive (semi)definite H; least squares when singular.
+
+    LAPACK's Cholesky solve (``dposv``, what cho_factor + cho_solve run) called directly: at the
+    size of a support scipy's wrappers cost 40x the solve, and bcd solves thousands of them.
+    """
+    _, x, info = scipy.linalg.lapack.dposv(H, rhs)
+    return x if info == 0 else np.linalg.lstsq(H, rhs, rcond=None)[0]

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 from scipy.optimize import lsq_linear
 
 from ..formulations.sparse import SparseProblem, _solve_spd
@@ -78,7 +78,8 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     with s' = min(3s, p) and no Zbar term, hard-thresholded to s; with a Zbar
     term also the common-support solution with its row swaps (zero Zbar
     cost; single-task swaps from heterogeneous starts cannot reach it once
-    lambda_zbar is large), so a Zbar fit is never worse than the cs fit.
+    lambda_zbar is large), so a Zbar fit is never worse than the cs fit.  A start on the support
+    an earlier start's run ended on (refitted there, swap-optimal with local search) is skipped.
     ``log`` holds one record per IHT sweep and per accepted swap:
     start, phase, iteration, objective, support size, time.
     Once ``deadline`` passes, every loop stops (after an exact refit) and the
@@ -102,7 +103,10 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
         if shared.side.admits(shared.s, shared.allowed, shared.common_support):
             starts.append(fit_bcd(shared, max_iter=max_iter, tol=tol, local_search=local_search,
                                   max_swaps=max_swaps, deadline=deadline).coef)
-    runs = [run(problem, start) for start in starts]
+    runs = []
+    for start in starts:
+        if not any(np.array_equal(_support(problem, start), _support(problem, B)) for B, _, _ in runs):
+            runs.append(run(problem, start))
     return BcdRun(*_marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock))
 
 
@@ -126,8 +130,9 @@ def _descend(problem, B, max_iter, tol, local_search, max_swaps, clock, deadline
         B = _project(problem, B)
     value = problem.objective(B)
     log = [_record("start", 0, value, B, clock)]
-    B, value, it = _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline)
-    B, value = _refit(problem, B, value)
+    B, value, it, exact = _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline)
+    if not exact:
+        B, value = _refit(problem, B, value)
     log.append(_record("refit", it, value, B, clock))
     if local_search:
         B, value = _swap_search(problem, B, value, max_swaps, log, clock, deadline)
@@ -191,16 +196,17 @@ def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
 
     The active set starts as B's support plus the 3s columns with the largest
     gradient norm across tasks; it is final when a full sweep selects nothing
-    new or does not improve F.
+    new or does not improve F.  Returns (B, F(B), sweeps, whether B is the refit on its supports).
     """
     support = np.flatnonzero(_support(problem, B).any(axis=0) | _needed_columns(problem))
     score = np.sum(np.array([_gradient(problem, B, k) for k in range(problem.n_tasks)]) ** 2, axis=0)
     score[support] = np.inf
-    active = np.sort(np.argsort(-score, kind="stable")[:support.size + 3 * problem.s])
-    it = 0
+    active = np.sort(_largest(score, support.size + 3 * problem.s))
+    it, exact = 0, False
     while it < max_iter and not deadline.expired():
         sub = problem.restricted(active)
-        B_sub, value, used = _iht(sub, B[:, active], value, max_iter - it, tol, log, clock, it, deadline)
+        B_sub, value, used, exact = _iht(sub, B[:, active], value, max_iter - it, tol, log, clock, it,
+                                         deadline)
         it += used
         B = np.zeros_like(B)
         B[:, active] = B_sub
@@ -209,10 +215,10 @@ def _iht_active_set(problem, B, value, max_iter, tol, log, clock, deadline):
         swept = _full_sweep(problem, B, value, sub.lipschitz, active)
         if swept is None:
             break
-        (B, value, new), it = swept, it + 1
+        (B, value, new), it, exact = swept, it + 1, False
         active = np.union1d(active, new)
         log.append(_record("iht-full", it, value, B, clock))
-    return B, value, it
+    return B, value, it, exact
 
 
 def _full_sweep(problem, B, value, L, active):
@@ -228,7 +234,9 @@ def _full_sweep(problem, B, value, L, active):
     ceiling = problem.lipschitz_ceiling
     while True:
         full = _iht_sweep(problem, B, L)
-        new = np.setdiff1d(np.flatnonzero((full != 0).any(axis=0)), active)
+        outside = (full != 0).any(axis=0)
+        outside[active] = False
+        new = np.flatnonzero(outside)
         if new.size == 0:
             return None
         full_value = problem.objective(full)
@@ -240,23 +248,27 @@ def _full_sweep(problem, B, value, L, active):
 
 
 def _iht(problem, B, value, max_iter, tol, log, clock, offset, deadline):
-    """Block IHT sweeps until F changes by less than tol; returns (B, value, sweeps)."""
-    it, stable = 0, 0
+    """Block IHT sweeps until F changes by less than tol; returns (B, value, sweeps, whether B is
+    the refit on its supports).  A support is refitted once: a sweep from its refit that keeps it
+    only moves B by rounding."""
+    it, stable, exact = 0, 0, False
     for it in range(1, max_iter + 1):
         candidate = _iht_sweep(problem, B, problem.lipschitz)
         new_value = problem.objective(candidate)
         if new_value > value:  # guard against rounding at a fixed point
-            return B, value, it
+            return B, value, it, exact
         converged = value - new_value <= tol * max(abs(value), 1e-12)
-        stable = stable + 1 if np.array_equal(candidate != 0, B != 0) else 0
+        same = np.array_equal(candidate != 0, B != 0)
+        stable = stable + 1 if same else 0
+        exact = exact and same
         B, value = candidate, new_value
-        if stable >= STABLE_SWEEPS:  # supports settled: jump to their exact optimum
+        if stable >= STABLE_SWEEPS and not exact:  # supports settled: jump to their exact optimum
             B, value = _refit(problem, B, value)
-            stable = 0
+            stable, exact = 0, True
         log.append(_record("iht", offset + it, value, B, clock))
         if converged or deadline.expired():
             break
-    return B, value, it
+    return B, value, it, exact
 
 
 def _record(phase, iteration, value, B, start):
@@ -292,8 +304,12 @@ def _project(problem, B):
 def _gradient(problem, B, k):
     X, y = problem.Xs[k], problem.ys[k]
     support = np.flatnonzero(B[k])   # B is sparse: X @ B[k] from its support's columns only
-    return (X.T @ (X[:, support] @ B[k, support] - y) / len(y) + problem.lambda_ridge * B[k]
-            + problem.lambda_bbar * (B[k] - B.mean(axis=0)))
+    gradient = problem.lambda_ridge * B[k] - problem.correlations[k]
+    if support.size:
+        gradient += (X[:, support] @ B[k, support]) @ X / len(y)
+    if problem.lambda_bbar:
+        gradient += problem.lambda_bbar * (B[k] - B.mean(axis=0))
+    return gradient
 
 
 def _iht_sweep(problem, B, L):
@@ -305,20 +321,30 @@ def _iht_sweep(problem, B, L):
     if problem.common_support:
         tmp = B - np.array([_gradient(problem, B, k) for k in range(K)]) / L
         tmp[problem.excluded] = 0.0
-        keep = np.argsort(-np.sum(tmp**2, axis=0), kind="stable")[:problem.s]
+        keep = _largest(np.sum(tmp**2, axis=0), problem.s)
         B[:] = 0.0
         B[:, keep] = tmp[:, keep]
         return B
     for k in range(K):
         tmp = B[k] - _gradient(problem, B, k) / L
-        others = np.count_nonzero(B, axis=0) - (B[k] != 0)
-        score = 0.5 * L * tmp**2 - 0.5 * problem.lambda_zbar * (1 - (2 * others + 1) / K)
+        score = 0.5 * L * tmp**2
+        if problem.lambda_zbar:
+            others = np.count_nonzero(B, axis=0) - (B[k] != 0)
+            score -= 0.5 * problem.lambda_zbar * (1 - (2 * others + 1) / K)
         score[problem.excluded[k]] = -np.inf
-        keep = np.argsort(-score, kind="stable")[:problem.s]
+        keep = _largest(score, problem.s)
         keep = keep[score[keep] > 0]
         B[k] = 0.0
         B[k, keep] = tmp[keep]
     return B
+
+
+def _largest(score, count):
+    """Indices of the ``count`` largest entries of ``score`` (in no particular order; ties at the
+    boundary broken arbitrarily): a partition, not a sort."""
+    if count >= score.size:
+        return np.arange(score.size)
+    return np.argpartition(score, score.size - count)[score.size - count:]
 
 
 def _constrained_sweep(problem, B, L):
@@ -514,17 +540,18 @@ class _RefitModel:
 
     def __init__(self, problem, support):
         self.tasks, self.features = np.nonzero(support)
-        self.cross = [np.outer(allowed, allowed[cols]) * (X.T @ X[:, cols]) / len(y)   # (p, |S_k|)
-                      for X, y, cols, allowed in zip(problem.Xs, problem.ys, support, problem.allowed)]
-        self.q = problem.allowed * np.array([X.T @ y / len(y) for X, y in zip(problem.Xs, problem.ys)])
+        self.cross = [np.outer(allowed, allowed[cols]) * problem.gram_columns(k, np.flatnonzero(cols))
+                      for k, (cols, allowed) in enumerate(zip(support, problem.allowed))]
+        self.q = problem.allowed * problem.correlations
         self.blocks = np.split(np.arange(self.tasks.size), np.cumsum(support.sum(axis=1))[:-1])
         size = self.tasks.size
         H, r = problem.coupled_system(support)
-        try:  # P from a Cholesky factor; a collinear support without ridge has none
-            self.P = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H), np.eye(size)) if size else H
-            self.singular = False
-        except np.linalg.LinAlgError:  # then the scores are approximate (moves are re-checked)
-            self.P, self.singular = np.linalg.pinv(H, hermitian=True), True
+        # P from a Cholesky factor (dposv, as ``_solve_spd``); a collinear support without ridge
+        # has none, and then the scores are approximate (moves are re-checked)
+        _, self.P, info = scipy.linalg.lapack.dposv(H, np.eye(size)) if size else (None, H, 0)
+        self.singular = info != 0
+        if self.singular:
+            self.P = np.linalg.pinv(H, hermitian=True)
         self.beta = self.P @ r
         self.coupling = problem.lambda_bbar / problem.n_tasks
 
