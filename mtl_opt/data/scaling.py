@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..identifiability import constant_columns
+from ..identifiability import spread_is_constant
 from ..reductions import centre, centring
 
 if TYPE_CHECKING:
@@ -39,13 +39,15 @@ def standardize(data: MultiTaskData, how="task", center=True,
     else:
         X_all, y_all, _ = data.stacked()
         groups = [(X_all, y_all)]
-    x_mean, x_shift, x_scale, y_mean, y_shift = [], [], [], [], []
+    x_mean, x_shift, x_scale, y_mean, y_shift, constant = [], [], [], [], [], []
     for X, y in groups:
         (mean, shift), std = centring(X), X.std(axis=0)   # a constant column centres to exactly 0
-        std[constant_columns(X)] = 1.0     # left unscaled, as StandardScaler does
+        flat = spread_is_constant(std, mean)   # ``constant_columns``, from the figures at hand
+        std[flat] = 1.0                        # left unscaled, as StandardScaler does
         x_mean.append(mean if center else np.zeros_like(mean))
         x_shift.append(shift if center else np.zeros_like(shift))
         x_scale.append(std if scale else np.ones_like(std))
+        constant.append(flat)
         level, correction = centring(y) if center else (0.0, 0.0)
         y_mean.append(level)
         y_shift.append(correction)
@@ -59,6 +61,7 @@ def standardize(data: MultiTaskData, how="task", center=True,
         y_mean=np.repeat(np.array(y_mean), repeat),
         x_shift=np.repeat(np.array(x_shift), repeat, axis=0),
         y_shift=np.repeat(np.array(y_shift), repeat),
+        constant=np.repeat(np.array(constant), repeat, axis=0),
     )
     return scaler.transform(data), scaler
 
@@ -87,6 +90,9 @@ class Scaler:
         Zero where ``center=False``.
     x_shift, y_shift : ndarrays of shapes (K, p) and (K,)
         The second pass's corrections of the means (zero by default).
+    constant : bool ndarray of shape (K, p)
+        The features constant in the task ("task") or overall ("pooled"), left unscaled
+        (``identifiability.constant_columns``; all False by default).
     """
 
     how: str
@@ -97,13 +103,15 @@ class Scaler:
     y_mean: np.ndarray
     x_shift: np.ndarray | None = None
     y_shift: np.ndarray | None = None
+    constant: np.ndarray | None = None
 
     def __post_init__(self):
-        for field, like in (("x_shift", "x_mean"), ("y_shift", "y_mean")):
+        for field, like in (("x_shift", "x_mean"), ("y_shift", "y_mean"), ("constant", "x_mean")):
             if getattr(self, field) is None:
                 object.__setattr__(self, field, np.zeros(np.shape(getattr(self, like))))
-        for field in ("x_mean", "x_scale", "y_mean", "x_shift", "y_shift"):
-            value = np.array(getattr(self, field), dtype=float)
+        for field, dtype in (("x_mean", float), ("x_scale", float), ("y_mean", float),
+                             ("x_shift", float), ("y_shift", float), ("constant", bool)):
+            value = np.array(getattr(self, field), dtype=dtype)
             value.flags.writeable = False
             object.__setattr__(self, field, value)
 
