@@ -116,6 +116,11 @@ class ArmulProblem:
         return self._transposed(self.y) / self.n[:, None]
 
     @cached_property
+    def yy(self) -> np.ndarray:
+        """||y_j||^2 / n_j, shape (m,)."""
+        return np.einsum("mi,mi->m", self.y, self.y) / self.n
+
+    @cached_property
     def smoothness(self) -> np.ndarray:
         """Lipschitz constant of grad f_j: lambda_max(X_j^T X_j / n_j) (times 1/4 for logistic)."""
         top = np.linalg.eigvalsh(self.gram)[:, -1]
@@ -272,6 +277,45 @@ class ArmulProblem:
             violation += rounding_factor(self.mask.sum() + self.d + 2) * float(np.sum(
                 np.abs(centers) * abs_u))
         return value - violation
+
+    def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
+        """F(Theta, center), the dual value ``dual_bound`` finds (vanilla, before its safety
+        terms) and an allowance for how far their rounding can set the difference apart from
+        this one's, from the Gram matrices alone: no pass over the rows, about an iteration's
+        cost.  None where there is no such form (logistic loss, lambda = 0, a singular pooled Gram
+        matrix).  A screen for gap checks (``prox.fista``), not a bound.
+
+        The squared loss is quadratic: with g_j = G_j theta_j - b_j (G_j = X_j^T X_j / n_j,
+        b_j = X_j^T y_j / n_j, q_j = ||y_j||^2 / n_j), ``dual_bound``'s point is s_j = t c_j
+        (X_j delta_j - y_j), delta_j = theta_j - beta, beta = (sum_j w_j G_j)^-1 sum_j w_j g_j,
+        and its value -sum_j w_j [t (delta_j^T b_j - q_j) + t^2/2 (delta_j^T G_j delta_j
+        - 2 delta_j^T b_j + q_j)].  Every such term is at most (sqrt(tr G_j) ||v|| + sqrt(q_j))^2
+        for v = theta_j or delta_j (|v^T G v| <= tr(G) ||v||^2, ||b_j|| <= sqrt(tr(G_j) q_j)),
+        which scales the allowance.
+        """
+        if self.loss != "squared" or not np.any(self.lam) or self._pooled_factor is None:
+            return None
+        Theta = np.asarray(Theta, dtype=float)
+        fitted = _products(self.gram, Theta)
+        u = self.w[:, None] * (fitted - self.xty)
+        beta = scipy.linalg.cho_solve(self._pooled_factor, u.sum(axis=0))
+        fitted_beta = self.gram @ beta
+        u_norm = np.linalg.norm(u - self.w[:, None] * fitted_beta, axis=1)
+        cap = self.w * self.lam
+        t = min(1.0, float(np.min(np.divide(cap, u_norm, out=np.ones_like(cap),
+                                            where=u_norm > cap))))
+        delta = Theta - beta
+        linear = np.einsum("md,md->m", delta, self.xty)
+        square = np.einsum("md,md->m", delta, fitted - fitted_beta) - 2 * linear + self.yy
+        dual = -float(np.sum(self.w * (t * (linear - self.yy) + t * t / 2 * square)))
+        loss = (np.einsum("md,md->m", Theta, fitted) - 2 * np.einsum("md,md->m", Theta, self.xty)
+                + self.yy) / 2
+        penalty = self.w * self.lam * np.linalg.norm(Theta - center, axis=1)
+        primal = float(np.sum(self.w * loss + penalty))
+        root_trace = np.sqrt(np.trace(self.gram, axis1=1, axis2=2))
+        sizes = [(root_trace * np.linalg.norm(v, axis=1) + np.sqrt(self.yy)) ** 2 for v in (Theta, delta)]
+        magnitude = float(np.sum(self.w * (sizes[0] + 3 * sizes[1]) + penalty))
+        return primal, dual, 8 * rounding_factor(self.mask.shape[1] + 2 * self.d + 8) * magnitude
 
     def _violation(self, Theta, s, coupling, centers, abs_u) -> float | None:
         """How much the float dual point's violation of its exact constraints can lower the
