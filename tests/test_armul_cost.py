@@ -57,7 +57,8 @@ def rowwise_gap(problem, Xs, ys, theta, center):
     return primal, dual
 
 
-@pytest.mark.parametrize("seed, level, intercept", [(0, 0.0, False), (1, 0.0, True), (2, 50.0, True)])
+@pytest.mark.parametrize("seed, level, intercept",
+                         [(0, 0.0, False), (1, 0.0, True), (2, 50.0, True)])
 def test_gap_estimate_agrees_with_the_rows_within_its_allowance(seed, level, intercept):
     """The Gram-space objective and dual value equal the row-by-row ones to within the
     allowance, at the start, mid-way and at the optimum; the allowance stays below the default

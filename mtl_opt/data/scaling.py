@@ -23,7 +23,14 @@ if TYPE_CHECKING:
 
 def standardize(data: MultiTaskData, how="task", center=True,
                 scale=True) -> tuple[MultiTaskData, Scaler]:
-    """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it.
+    """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it."""
+    scaler = fit_scaler(data, how, center, scale)
+    return scaler.transform(data), scaler
+
+
+def fit_scaler(data: MultiTaskData, how="task", center=True, scale=True) -> Scaler:
+    """The ``Scaler`` of ``standardize`` alone, for a fit that applies it to the designs only
+    (``Scaler.transform_designs``).
 
     A feature constant in a task ("task") or overall ("pooled") is left unscaled; when its
     values are all equal, centring makes it exactly 0 (not rounding noise a fit could pick up).
@@ -52,7 +59,7 @@ def standardize(data: MultiTaskData, how="task", center=True,
         y_mean.append(level)
         y_shift.append(correction)
     repeat = 1 if how == "task" else data.n_tasks
-    scaler = Scaler(
+    return Scaler(
         how=how,
         task_names=tuple(data.task_names),
         feature_names=tuple(data.feature_names),
@@ -63,7 +70,6 @@ def standardize(data: MultiTaskData, how="task", center=True,
         y_shift=np.repeat(np.array(y_shift), repeat),
         constant=np.repeat(np.array(constant), repeat, axis=0),
     )
-    return scaler.transform(data), scaler
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,15 +139,22 @@ class Scaler:
     def _apply(self, data: MultiTaskData, inverse: bool) -> MultiTaskData:
         """Apply the map (or its inverse) task by task; the result is not validated again
         (``MultiTaskData._derived``)."""
-        Xs, ys = [], []
-        for k, X, y in zip(self._rows(data), data.Xs, data.ys):
-            if inverse:
-                Xs.append(X * self.x_scale[k] + self.x_shift[k] + self.x_mean[k])
-                ys.append(y + self.y_shift[k] + self.y_mean[k])
-            else:
-                Xs.append(centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k])
-                ys.append(centre(y, self.y_mean[k], self.y_shift[k]))
+        rows = self._rows(data)
+        if inverse:
+            Xs = [X * self.x_scale[k] + self.x_shift[k] + self.x_mean[k]
+                  for k, X in zip(rows, data.Xs)]
+            ys = [y + self.y_shift[k] + self.y_mean[k] for k, y in zip(rows, data.ys)]
+        else:
+            Xs = self.transform_designs(data)
+            ys = [centre(y, self.y_mean[k], self.y_shift[k]) for k, y in zip(rows, data.ys)]
         return type(data)._derived(Xs, ys, data.task_names, data.feature_names)
+
+    def transform_designs(self, data: MultiTaskData) -> list[np.ndarray]:
+        """The standardized designs X' of ``transform``, alone: no responses and no new data set
+        (nor its check for non-finite values, which a fit of valid data with the scaler
+        fitted on them does not need: every scale is positive and finite)."""
+        return [centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k]
+                for k, X in zip(self._rows(data), data.Xs)]
 
     def transform(self, data: MultiTaskData) -> MultiTaskData:
         """Standardize ``data`` (whose tasks must be among the fitted ones)."""

@@ -313,7 +313,8 @@ class ArmulProblem:
         penalty = self.w * self.lam * np.linalg.norm(Theta - center, axis=1)
         primal = float(np.sum(self.w * loss + penalty))
         root_trace = np.sqrt(np.trace(self.gram, axis1=1, axis2=2))
-        sizes = [(root_trace * np.linalg.norm(v, axis=1) + np.sqrt(self.yy)) ** 2 for v in (Theta, delta)]
+        sizes = [(root_trace * np.linalg.norm(v, axis=1) + np.sqrt(self.yy)) ** 2
+                 for v in (Theta, delta)]
         magnitude = float(np.sum(self.w * (sizes[0] + 3 * sizes[1]) + penalty))
         return primal, dual, 8 * rounding_factor(self.mask.shape[1] + 2 * self.d + 8) * magnitude
 

@@ -121,8 +121,8 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
                 if primal - dual - allowance > rel_gap * abs(primal):
                     continue
         objective = problem.objective(theta, offset(center))
-        bound = problem.dual_bound(theta, "vanilla" if shared else "fixed", centers,
-                                   needed=-math.inf if last else objective - rel_gap * abs(objective))
+        needed = -math.inf if last else objective - rel_gap * abs(objective)
+        bound = problem.dual_bound(theta, "vanilla" if shared else "fixed", centers, needed=needed)
         best = best if bound is None else max(best, bound)
         gap = objective - best
         log.append({"iter": it, "objective": objective,
