@@ -281,7 +281,7 @@ class ArmulProblem:
     def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
         """F(Theta, center), the dual value ``dual_bound`` finds (vanilla, before its safety
         terms) and an allowance for how far their rounding can set the difference apart from
-        this one's, from the Gram matrices alone: no pass over the rows, about an iteration's
+        this one's, from the Gram matrices alone: no pass over the rows, about two iterations'
         cost.  None where there is no such form (logistic loss, lambda = 0, a singular pooled Gram
         matrix).  A screen for gap checks (``prox.fista``), not a bound.
 

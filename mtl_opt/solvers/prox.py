@@ -77,7 +77,7 @@ def fista(problem: ArmulProblem, theta0=None, center0=None, *, centers=None, rel
 
     Gap stopping: every ``check_every`` iterations the deadline is checked and the best dual
     bound so far compared with the objective at the current iterate.  Only a check that could
-    close the gap is made (vanilla: ``gap_estimate``, a screen at about an iteration's cost,
+    close the gap is made (vanilla: ``gap_estimate``, a screen costing about two iterations,
     says so) and proves its bound (``dual_bound``'s float-safety terms), and the last check
     always: a log row per check made, its ``lower_bound`` the best proven so far (None before
     the first).
