@@ -39,7 +39,13 @@ def constant_columns(X: np.ndarray, center: bool = True) -> np.ndarray:
     if not center:
         return ~np.any(X != 0.0, axis=0)
     mean = X.mean(axis=0)
-    return X.std(axis=0) <= CONSTANT_RTOL * (1.0 + np.abs(mean))
+    return spread_is_constant(X.std(axis=0), mean)
+
+
+def spread_is_constant(std: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """The rule of ``constant_columns`` (centred) from the columns' standard deviations and
+    means, for a caller that has them already (``data.scaling``)."""
+    return std <= CONSTANT_RTOL * (1.0 + np.abs(mean))
 
 
 def identified_columns(X: np.ndarray, fit_intercept: bool = True) -> np.ndarray:

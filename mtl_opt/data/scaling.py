@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
-from ..identifiability import constant_columns
+from ..identifiability import spread_is_constant
 from ..reductions import centre, centring
 
 if TYPE_CHECKING:
@@ -23,7 +23,14 @@ if TYPE_CHECKING:
 
 def standardize(data: MultiTaskData, how="task", center=True,
                 scale=True) -> tuple[MultiTaskData, Scaler]:
-    """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it.
+    """``MultiTaskData.standardize``: the transformed data and the ``Scaler`` that undoes it."""
+    scaler = fit_scaler(data, how, center, scale)
+    return scaler.transform(data), scaler
+
+
+def fit_scaler(data: MultiTaskData, how="task", center=True, scale=True) -> Scaler:
+    """The ``Scaler`` of ``standardize`` alone, for a fit that applies it to the designs only
+    (``Scaler.transform_designs``).
 
     A feature constant in a task ("task") or overall ("pooled") is left unscaled; when its
     values are all equal, centring makes it exactly 0 (not rounding noise a fit could pick up).
@@ -39,18 +46,20 @@ def standardize(data: MultiTaskData, how="task", center=True,
     else:
         X_all, y_all, _ = data.stacked()
         groups = [(X_all, y_all)]
-    x_mean, x_shift, x_scale, y_mean, y_shift = [], [], [], [], []
+    x_mean, x_shift, x_scale, y_mean, y_shift, constant = [], [], [], [], [], []
     for X, y in groups:
         (mean, shift), std = centring(X), X.std(axis=0)   # a constant column centres to exactly 0
-        std[constant_columns(X)] = 1.0     # left unscaled, as StandardScaler does
+        flat = spread_is_constant(std, mean)   # ``constant_columns``, from the figures at hand
+        std[flat] = 1.0                        # left unscaled, as StandardScaler does
         x_mean.append(mean if center else np.zeros_like(mean))
         x_shift.append(shift if center else np.zeros_like(shift))
         x_scale.append(std if scale else np.ones_like(std))
+        constant.append(flat)
         level, correction = centring(y) if center else (0.0, 0.0)
         y_mean.append(level)
         y_shift.append(correction)
     repeat = 1 if how == "task" else data.n_tasks
-    scaler = Scaler(
+    return Scaler(
         how=how,
         task_names=tuple(data.task_names),
         feature_names=tuple(data.feature_names),
@@ -59,8 +68,8 @@ def standardize(data: MultiTaskData, how="task", center=True,
         y_mean=np.repeat(np.array(y_mean), repeat),
         x_shift=np.repeat(np.array(x_shift), repeat, axis=0),
         y_shift=np.repeat(np.array(y_shift), repeat),
+        constant=np.repeat(np.array(constant), repeat, axis=0),
     )
-    return scaler.transform(data), scaler
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +96,9 @@ class Scaler:
         Zero where ``center=False``.
     x_shift, y_shift : ndarrays of shapes (K, p) and (K,)
         The second pass's corrections of the means (zero by default).
+    constant : bool ndarray of shape (K, p)
+        The features constant in the task ("task") or overall ("pooled"), left unscaled
+        (``identifiability.constant_columns``; all False by default).
     """
 
     how: str
@@ -97,13 +109,15 @@ class Scaler:
     y_mean: np.ndarray
     x_shift: np.ndarray | None = None
     y_shift: np.ndarray | None = None
+    constant: np.ndarray | None = None
 
     def __post_init__(self):
-        for field, like in (("x_shift", "x_mean"), ("y_shift", "y_mean")):
+        for field, like in (("x_shift", "x_mean"), ("y_shift", "y_mean"), ("constant", "x_mean")):
             if getattr(self, field) is None:
                 object.__setattr__(self, field, np.zeros(np.shape(getattr(self, like))))
-        for field in ("x_mean", "x_scale", "y_mean", "x_shift", "y_shift"):
-            value = np.array(getattr(self, field), dtype=float)
+        for field, dtype in (("x_mean", float), ("x_scale", float), ("y_mean", float),
+                             ("x_shift", float), ("y_shift", float), ("constant", bool)):
+            value = np.array(getattr(self, field), dtype=dtype)
             value.flags.writeable = False
             object.__setattr__(self, field, value)
 
@@ -125,15 +139,22 @@ class Scaler:
     def _apply(self, data: MultiTaskData, inverse: bool) -> MultiTaskData:
         """Apply the map (or its inverse) task by task; the result is not validated again
         (``MultiTaskData._derived``)."""
-        Xs, ys = [], []
-        for k, X, y in zip(self._rows(data), data.Xs, data.ys):
-            if inverse:
-                Xs.append(X * self.x_scale[k] + self.x_shift[k] + self.x_mean[k])
-                ys.append(y + self.y_shift[k] + self.y_mean[k])
-            else:
-                Xs.append(centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k])
-                ys.append(centre(y, self.y_mean[k], self.y_shift[k]))
+        rows = self._rows(data)
+        if inverse:
+            Xs = [X * self.x_scale[k] + self.x_shift[k] + self.x_mean[k]
+                  for k, X in zip(rows, data.Xs)]
+            ys = [y + self.y_shift[k] + self.y_mean[k] for k, y in zip(rows, data.ys)]
+        else:
+            Xs = self.transform_designs(data)
+            ys = [centre(y, self.y_mean[k], self.y_shift[k]) for k, y in zip(rows, data.ys)]
         return type(data)._derived(Xs, ys, data.task_names, data.feature_names)
+
+    def transform_designs(self, data: MultiTaskData) -> list[np.ndarray]:
+        """The standardized designs X' of ``transform``, alone: no responses and no new data set
+        (nor its check for non-finite values, which a fit of valid data with the scaler
+        fitted on them does not need: every scale is positive and finite)."""
+        return [centre(X, self.x_mean[k], self.x_shift[k]) / self.x_scale[k]
+                for k, X in zip(self._rows(data), data.Xs)]
 
     def transform(self, data: MultiTaskData) -> MultiTaskData:
         """Standardize ``data`` (whose tasks must be among the fitted ones)."""

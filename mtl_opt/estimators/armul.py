@@ -14,10 +14,10 @@ from scipy.special import expit
 
 from .. import legacy
 from ..data import MultiTaskData
+from ..data.scaling import fit_scaler
 from ..errors import InvalidParameterError, UnavailableMethodError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
-from ..identifiability import constant_columns
 from ..reductions import Responses, ResponseScale
 from ..result import FitResult
 from ..solvers import glm, prox
@@ -40,7 +40,7 @@ class GLMTasks(MTLEstimator):
 
     ``standardize`` scales every feature by one pooled mean and standard
     deviation, the same for all tasks so a shared center keeps its meaning
-    (``MultiTaskData.standardize(how="pooled")``, whose centred y is not used);
+    (``MultiTaskData.standardize(how="pooled")``'s scaler, applied to the designs only);
     ``fit_intercept`` adds a column of ones, coefficient 0, treated like any
     other coefficient.  With the squared loss the solvers see y without its common
     level and over a power of 2 near its RMS (``reductions.ResponseScale``); estimates,
@@ -54,22 +54,23 @@ class GLMTasks(MTLEstimator):
         """The problem on ``data`` at penalty scale ``c``, and the state that maps its solutions
         back (``_shift``, ``_scale``, ``_identified`` where used, ``_response_scale``)."""
         if self.standardize:
-            if constant_columns(np.vstack(data.Xs)).any():
+            scaler = fit_scaler(data, how="pooled", center=self.fit_intercept, scale=True)
+            if scaler.constant.any():
                 raise InvalidParameterError(
                     f"{type(self).__name__}: a feature is constant over all tasks, so it cannot "
                     f"be standardized; drop it or pass standardize=False.")
-            scaled, scaler = data.standardize(how="pooled", center=self.fit_intercept, scale=True)
-            Xs, self._shift, self._scale = scaled.Xs, scaler.x_mean[0], scaler.x_scale[0]
+            Xs, self._shift, self._scale = (scaler.transform_designs(data), scaler.x_mean[0],
+                                            scaler.x_scale[0])
         else:   # the data as they are (no standardized copy to build)
             Xs, self._shift, self._scale = data.Xs, np.zeros(data.n_features), np.ones(data.n_features)
-        if self.fit_intercept:
-            Xs = [np.hstack([np.ones((len(X), 1)), X]) for X in Xs]
         self._identified = self._identified_columns(data) if self._uses_identified() else None
         scale = (ResponseScale.of(data.ys, self._level_moves_intercepts_only())
                  if self.loss == "squared" else ResponseScale())
         self._response_scale = scale
-        twin, _ = scale.apply(Responses(tuple(data.ys), self.c, Xs[0].shape[1]))
-        return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c)
+        columns = data.n_features + self.fit_intercept
+        twin, _ = scale.apply(Responses(tuple(data.ys), self.c, columns))
+        return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c,
+                                       intercept=self.fit_intercept)
 
     def _identified_columns(self, data: MultiTaskData) -> np.ndarray:
         """(m, d): the columns each task's least squares can estimate (the intercept first), by

@@ -70,16 +70,20 @@ class ArmulProblem:
     loss: str
 
     @classmethod
-    def from_tasks(cls, Xs, ys, *, loss="squared", c=1.0, weights=None) -> "ArmulProblem":
-        """Pad the tasks; w_j = n_j unless ``weights``; lambda_j = c sqrt(d / n_j)."""
+    def from_tasks(cls, Xs, ys, *, loss="squared", c=1.0, weights=None,
+                   intercept=False) -> "ArmulProblem":
+        """Pad the tasks; w_j = n_j unless ``weights``; lambda_j = c sqrt(d / n_j); with
+        ``intercept``, a column of ones first (written in place: no widened copy of X_j)."""
         if loss not in LOSSES:
             raise InvalidParameterError(f"loss must be one of {LOSSES}; got {loss!r}.")
         n = np.array([len(y) for y in ys])
-        m, d = len(Xs), Xs[0].shape[1]
+        m, d = len(Xs), Xs[0].shape[1] + bool(intercept)
         X, y = np.zeros((m, n.max(), d)), np.zeros((m, n.max()))
         mask = np.zeros((m, n.max()), dtype=bool)
         for j, (Xj, yj) in enumerate(zip(Xs, ys)):
-            X[j, :n[j]], y[j, :n[j]], mask[j, :n[j]] = Xj, yj, True
+            X[j, :n[j], d - Xj.shape[1]:], y[j, :n[j]], mask[j, :n[j]] = Xj, yj, True
+        if intercept:
+            X[:, :, 0] = mask
         if loss == "logistic" and not np.all((y[mask] == 0) | (y[mask] == 1)):
             raise InvalidDataError("logistic loss needs labels in {0, 1}; got other values in y.")
         w = n.astype(float) if weights is None else np.asarray(weights, dtype=float)
@@ -112,6 +116,11 @@ class ArmulProblem:
         return self._transposed(self.y) / self.n[:, None]
 
     @cached_property
+    def yy(self) -> np.ndarray:
+        """||y_j||^2 / n_j, shape (m,)."""
+        return np.einsum("mi,mi->m", self.y, self.y) / self.n
+
+    @cached_property
     def smoothness(self) -> np.ndarray:
         """Lipschitz constant of grad f_j: lambda_max(X_j^T X_j / n_j) (times 1/4 for logistic)."""
         top = np.linalg.eigvalsh(self.gram)[:, -1]
@@ -139,9 +148,9 @@ class ArmulProblem:
         """Linear predictors x_ji^T theta_j, shape (m, n_max)."""
         return _products(self.X, Theta)
 
-    def _transposed(self, s, X=None) -> np.ndarray:
-        """X_j^T s_j for every task, shape (m, d) (``X``: another (m, n_max, d) array)."""
-        return (np.asarray(s, dtype=float)[:, None, :] @ (self.X if X is None else X))[:, 0, :]
+    def _transposed(self, s) -> np.ndarray:
+        """X_j^T s_j for every task, shape (m, d)."""
+        return (np.asarray(s, dtype=float)[:, None, :] @ self.X)[:, 0, :]
 
     def losses(self, Theta) -> np.ndarray:
         """f_j(theta_j) for every task, from residuals/scores (keeps constants)."""
@@ -214,12 +223,17 @@ class ArmulProblem:
         return ArmulProblem(self.X * np.asarray(columns, dtype=bool)[:, None, :], self.y,
                             self.mask, self.w, self.lam, self.loss)
 
-    def dual_bound(self, Theta, coupling="vanilla", centers=None) -> float | None:
+    def dual_bound(self, Theta, coupling="vanilla", centers=None, *,
+                   needed=-np.inf) -> float | None:
         """A proven lower bound on the optimum from the iterate Theta, or None.
 
         coupling: "vanilla" (one free center), "pooled" (theta_j all equal),
         "independent" (lambda = 0; None unless every task's Gram matrix is nonsingular on its
         nonzero columns: ``restricted`` makes it so) or "fixed" (centers Gamma given, (m, d)).
+        needed: the least bound worth proving.  When the dual value is below it before its
+        float-safety terms (``_violation``, the linear term's rounding: they only lower it),
+        they are skipped, about half the cost, and the answer is None: a gap check that cannot
+        close needs no proof.
         """
         if coupling not in COUPLINGS:
             raise InvalidParameterError(f"coupling must be one of {COUPLINGS}; got {coupling!r}.")
@@ -250,26 +264,71 @@ class ArmulProblem:
         conj = self.conjugate_sum(s)
         if conj is None:
             return None
-        violation = self._violation(Theta, s, coupling, centers)
+        value = -sum(conj)
+        if coupling == "fixed":
+            value += float(np.sum(s * self.scores(centers)))
+        if not value >= needed:
+            return None
+        abs_u = self._abs_transposed(s)
+        violation = self._violation(Theta, s, coupling, centers, abs_u)
         if violation is None:
             return None
-        linear, linear_error = 0.0, 0.0
-        if coupling == "fixed":
-            linear = float(np.sum(s * self.scores(centers)))
-            linear_error = rounding_factor(self.mask.sum() + self.d + 2) * float(np.sum(
-                np.abs(s) * _products(self._abs_X, np.abs(centers))))
-        return -sum(conj) + linear - linear_error - violation
+        if coupling == "fixed":   # the rounding of the linear term: sum |s| |X| |centers|
+            violation += rounding_factor(self.mask.sum() + self.d + 2) * float(np.sum(
+                np.abs(centers) * abs_u))
+        return value - violation
 
-    def _violation(self, Theta, s, coupling, centers) -> float | None:
+    def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
+        """F(Theta, center), the dual value ``dual_bound`` finds (vanilla, before its safety
+        terms) and an allowance for how far their rounding can set the difference apart from
+        this one's, from the Gram matrices alone: no pass over the rows, about two iterations'
+        cost.  None where there is no such form (logistic loss, lambda = 0, a singular pooled Gram
+        matrix).  A screen for gap checks (``prox.fista``), not a bound.
+
+        The squared loss is quadratic: with g_j = G_j theta_j - b_j (G_j = X_j^T X_j / n_j,
+        b_j = X_j^T y_j / n_j, q_j = ||y_j||^2 / n_j), ``dual_bound``'s point is s_j = t c_j
+        (X_j delta_j - y_j), delta_j = theta_j - beta, beta = (sum_j w_j G_j)^-1 sum_j w_j g_j,
+        and its value -sum_j w_j [t (delta_j^T b_j - q_j) + t^2/2 (delta_j^T G_j delta_j
+        - 2 delta_j^T b_j + q_j)].  Every such term is at most (sqrt(tr G_j) ||v|| + sqrt(q_j))^2
+        for v = theta_j or delta_j (|v^T G v| <= tr(G) ||v||^2, ||b_j|| <= sqrt(tr(G_j) q_j)),
+        which scales the allowance.
+        """
+        if self.loss != "squared" or not np.any(self.lam) or self._pooled_factor is None:
+            return None
+        Theta = np.asarray(Theta, dtype=float)
+        fitted = _products(self.gram, Theta)
+        u = self.w[:, None] * (fitted - self.xty)
+        beta = scipy.linalg.cho_solve(self._pooled_factor, u.sum(axis=0))
+        fitted_beta = self.gram @ beta
+        u_norm = np.linalg.norm(u - self.w[:, None] * fitted_beta, axis=1)
+        cap = self.w * self.lam
+        t = min(1.0, float(np.min(np.divide(cap, u_norm, out=np.ones_like(cap),
+                                            where=u_norm > cap))))
+        delta = Theta - beta
+        linear = np.einsum("md,md->m", delta, self.xty)
+        square = np.einsum("md,md->m", delta, fitted - fitted_beta) - 2 * linear + self.yy
+        dual = -float(np.sum(self.w * (t * (linear - self.yy) + t * t / 2 * square)))
+        loss = (np.einsum("md,md->m", Theta, fitted) - 2 * np.einsum("md,md->m", Theta, self.xty)
+                + self.yy) / 2
+        penalty = self.w * self.lam * np.linalg.norm(Theta - center, axis=1)
+        primal = float(np.sum(self.w * loss + penalty))
+        root_trace = np.sqrt(np.trace(self.gram, axis1=1, axis2=2))
+        sizes = [(root_trace * np.linalg.norm(v, axis=1) + np.sqrt(self.yy)) ** 2
+                 for v in (Theta, delta)]
+        magnitude = float(np.sum(self.w * (sizes[0] + 3 * sizes[1]) + penalty))
+        return primal, dual, 8 * rounding_factor(self.mask.shape[1] + 2 * self.d + 8) * magnitude
+
+    def _violation(self, Theta, s, coupling, centers, abs_u) -> float | None:
         """How much the float dual point's violation of its exact constraints can lower the
-        dual value (0 when exact), or None when it cannot be bounded.
+        dual value (0 when exact), or None when it cannot be bounded (``abs_u``:
+        ``_abs_transposed(s)``).
 
         The Lagrangian gives F* >= -sum phi^* - sum_j excess_j ||theta_j* - gamma_j*||
         - |r^T gamma*| (vanilla; r = sum_j X_j^T s_j, excess_j by which ||X_j^T s_j|| may
         exceed w_j lambda_j), |r^T beta*| (pooled) or sum_j |u_j^T theta_j*| (independent).
         """
         u = self._transposed(s)
-        u_error = rounding_factor(self.X.shape[1] + 1) * self._transposed(np.abs(s), self._abs_X)
+        u_error = rounding_factor(self.X.shape[1] + 1) * abs_u
         upper = self._upper_value(Theta, coupling, centers)
         total = 0.0
         if coupling in ("vanilla", "fixed"):
@@ -310,10 +369,10 @@ class ArmulProblem:
             value = self.objective(point, center)
         return value * (1 + rounding_factor(self.mask.sum() + 4 * self.d + 8))
 
-    @cached_property
-    def _abs_X(self) -> np.ndarray:
-        """|X|, for the rounding allowance of X_j^T s_j (``_violation``, every gap check)."""
-        return np.abs(self.X)
+    def _abs_transposed(self, s) -> np.ndarray:
+        """|X_j|^T |s_j| for every task, (m, d): what bounds the rounding of X_j^T s_j.  Task by
+        task, so no |X| as large as X is kept (a proven bound is computed about once a fit)."""
+        return np.array([np.abs(s_j) @ np.abs(X_j) for s_j, X_j in zip(s, self.X)])
 
     @cached_property
     def _task_min_eigenvalues(self) -> np.ndarray:
