@@ -379,3 +379,17 @@ def bcd_starts(problem):
         shared = problem.with_params(variant="cs_bbar" if problem.lambda_bbar else "cs_l2", lambda_zbar=0.0)
         starts.append(fit_bcd(shared, deadline=Deadline()).coef)
     return starts
+
+
+@pytest.mark.parametrize("count", [1, 3, 5, 8])
+def test_the_largest_scores_break_ties_as_a_stable_sort_does(count):
+    """bcd keeps the s largest scores by a partition; where scores tie at the boundary (duplicated
+    features) it must keep the same indices as the stable sort it replaced, on every CPU."""
+    from mtl_opt.solvers.bcd import _largest
+
+    rng = np.random.default_rng(count)
+    for _ in range(50):
+        score = rng.integers(-2, 3, size=8).astype(float)   # many ties
+        score[rng.integers(8)] = -np.inf
+        expected = np.argsort(-score, kind="stable")[:count]
+        assert sorted(_largest(score, count)) == sorted(expected)

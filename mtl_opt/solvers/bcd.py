@@ -340,11 +340,15 @@ def _iht_sweep(problem, B, L):
 
 
 def _largest(score, count):
-    """Indices of the ``count`` largest entries of ``score`` (in no particular order; ties at the
-    boundary broken arbitrarily): a partition, not a sort."""
+    """Indices of the ``count`` largest entries of ``score``, in no particular order: a partition,
+    not a sort.  Ties at the boundary go to the lowest indices, as a stable sort's would (equal
+    scores are common with duplicated features, and which of them a partition keeps depends on
+    its implementation, which numpy picks by CPU)."""
     if count >= score.size:
         return np.arange(score.size)
-    return np.argpartition(score, score.size - count)[score.size - count:]
+    threshold = np.partition(score, score.size - count)[score.size - count]
+    above = np.flatnonzero(score > threshold)
+    return np.concatenate([above, np.flatnonzero(score == threshold)[:count - above.size]])
 
 
 def _constrained_sweep(problem, B, L):
