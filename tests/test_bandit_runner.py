@@ -89,3 +89,43 @@ def test_experiment_file_errors_name_the_problem(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(InstanceFileError, match=message):
         load_bandit_experiment(path)
+
+
+class RandomArm(Policy):
+    """Pulls a uniformly random arm from its own stream: its regret shows which stream it got."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def reset(self, env, horizon, rng):
+        self.rng, self.n_arms = rng, env.n_arms
+
+    def select(self, round_):
+        return self.rng.integers(self.n_arms, size=len(round_.users))
+
+    def update(self, round_, arms, rewards):
+        pass
+
+
+def test_a_policys_stream_is_keyed_by_its_name_not_its_place_in_the_list():
+    """Reordering (or shortening) the list leaves every policy's regret identical, bit for bit;
+    two names get different streams."""
+    from mtl_opt.bandits.linear_envs import ModelC
+    from mtl_opt.bandits.linear_policies import OLSBandit, RMBandit
+
+    def regrets(order):
+        policies = {"rmb": RMBandit(), "ols": OLSBandit(), "random": RandomArm("random"),
+                    "random2": RandomArm("random2")}
+        for name, policy in policies.items():
+            policy.name = name
+        result = run_bandit(ModelC(d=5, s=1, M=4, K=3, sigma=0.5), [policies[n] for n in order],
+                            horizon=60, seed=7, trials=2, progress=False)
+        return dict(zip(result.policies, result.regret))
+
+    forward = regrets(["rmb", "ols", "random", "random2"])
+    backward = regrets(["random2", "random", "ols", "rmb"])
+    alone = regrets(["random"])
+    for name, regret in forward.items():
+        np.testing.assert_array_equal(regret, backward[name])
+    np.testing.assert_array_equal(forward["random"], alone["random"])
+    assert not np.array_equal(forward["random"], forward["random2"])

@@ -2,13 +2,15 @@
 
 Common random numbers: in trial r every policy sees the same hidden truth,
 the same rounds and the same reward noise (the environment's stream is seeded
-by (seed, r)); a policy's own randomness is seeded by (seed, r, policy index).
+by (seed, r)); a policy's own randomness is seeded by (seed, r, policy name), so a policy's
+regret does not depend on which other policies run beside it or in what order.
 Regret of a round = sum over served users of best expected reward minus the
 pulled arm's expected reward.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -50,12 +52,19 @@ class BanditResult:
         return "\n".join(lines)
 
 
-def run_policy(env: Environment, policy: Policy, horizon: int, seed: int, trial: int = 0,
-               policy_index: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+def policy_stream(seed: int, trial: int, name: str) -> np.random.Generator:
+    """The random stream of the policy called ``name`` in ``trial``: keyed by its name (a stable
+    digest, the same on every machine and Python), never by its place in a list."""
+    key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    return np.random.default_rng([seed, trial, key, 1])
+
+
+def run_policy(env: Environment, policy: Policy, horizon: int, seed: int,
+               trial: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
     """One trial of one policy: (per-round regret (horizon,), per-user cumulative regret, seconds)."""
     env_rng = np.random.default_rng([seed, trial])
     env.reset(env_rng)
-    policy.reset(env, horizon, np.random.default_rng([seed, trial, policy_index, 1]))
+    policy.reset(env, horizon, policy_stream(seed, trial, policy.name))
     regret, user_regret = np.zeros(horizon), np.zeros(env.n_users)
     start = time.perf_counter()
     for t in range(horizon):
@@ -103,7 +112,7 @@ def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, 
     for r in range(trials):
         for k, policy in enumerate(policies):
             bar.set_postfix_str(policy.name)
-            regret[k, r], user_regret[k, r], seconds[k, r] = run_policy(env, policy, horizon, seed, r, k)
+            regret[k, r], user_regret[k, r], seconds[k, r] = run_policy(env, policy, horizon, seed, r)
             bar.update()
         info.append(env.info())
     bar.close()
