@@ -1,8 +1,6 @@
 """``python -m mtl_opt``: the ``mtl-opt`` command (``mtl_opt.cli``)."""
 
-import sys
-
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":   # not when a module walker imports it
-    sys.exit(main())
+    run()

@@ -12,7 +12,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from . import __version__
+from . import __version__, interrupts
 from .argtypes import finite_float
 from .bandits import command as bandit_command
 from .bench import command as bench_command
@@ -33,6 +33,8 @@ class ExitCode(enum.IntEnum):
     SOLVER_FAILURE = 3
     #: interrupted (Ctrl-C); finished work is kept
     INTERRUPTED = 130
+    #: terminated (SIGTERM); finished work is kept
+    TERMINATED = 143
 
 
 ERROR_CODES = {
@@ -50,7 +52,10 @@ EPILOG = """exit codes:
   1  internal error (a bug in mtl-opt)
   2  invalid input: instance file, data, parameters, or a backend that cannot do the job
   3  solver failure: the solver is missing, failed, or found no solution
-  130  interrupted (Ctrl-C): child processes are stopped, finished work is kept
+  130  interrupted (Ctrl-C): the work stops, child processes are stopped, finished work is
+       kept (solve writes the best estimate and the bound proven by then, status
+       'interrupted'); a second Ctrl-C exits at once
+  143  terminated (SIGTERM): the same
 
 output paths are checked before any work: missing directories are created; a
 directory, an input file or an unwritable place is an error (exit 2).  Files
@@ -112,6 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``mtl-opt ARGV``; the exit code.  Ctrl-C and SIGTERM: ``mtl_opt.interrupts``."""
+    with interrupts.cli_signals():
+        return _main(argv)
+
+
+def run() -> None:
+    """The console script: ``main``, then exit.  A signal during the interpreter's shutdown
+    (which frees what the workers' executors held) exits at once with the code already decided,
+    where Python's own handler would raise in the middle of it."""
+    with interrupts.cli_signals():
+        code = _main(None)
+        interrupts.exit_on_signal(code)
+    sys.exit(code)
+
+
+def _main(argv: list[str] | None) -> int:
     try:   # a command imports what it needs when it runs, inside this try: Ctrl-C is exit 130
         args = build_parser().parse_args(argv)
         commands = {"solve": _solve, "demo": _solve, "validate": _validate, "export": _export,
@@ -132,8 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)
         return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))
     except KeyboardInterrupt as exc:  # a command that keeps finished work says where in exc
-        print(f"mtl-opt: interrupted{f'; {exc}' if str(exc) else ''}", file=sys.stderr)
-        return ExitCode.INTERRUPTED
+        code = interrupts.exit_code()
+        what = "terminated" if code == ExitCode.TERMINATED else "interrupted"
+        print(f"mtl-opt: {what}{f'; {exc}' if str(exc) else ''}", file=sys.stderr)
+        return code
 
 
 def _solve(args) -> int:
@@ -163,7 +186,16 @@ def _solve(args) -> int:
         print(f"mtl-opt {__version__}  instance {args.instance}")
         print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
               f"parameters: {changed}\n")
-    result = estimator.fit(data).result_
+    try:
+        result = estimator.fit(data).result_
+    except interrupts.FitInterrupted as stop:
+        if stop.result is None:
+            raise KeyboardInterrupt(f"{stop}; no result written") from None
+        stop.result.to_json(out)
+        gap = stop.result.rel_gap
+        raise KeyboardInterrupt(
+            f"the best estimate and the bound proven by then ("
+            f"{'no bound' if gap is None else f'gap {100 * gap:.4g}%'}) are in {out}") from None
     result.to_json(out)
     if not args.quiet:
         print(f"{chr(10) if verbose else ''}{result.summary()}")
@@ -245,4 +277,4 @@ def _solvers(args) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

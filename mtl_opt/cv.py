@@ -37,6 +37,7 @@ from joblib.parallel import LokyBackend, get_active_backend
 from sklearn.model_selection import StratifiedKFold
 from tqdm import tqdm
 
+from . import interrupts
 from .data import MultiTaskData
 from .errors import InvalidDataError, InvalidParameterError
 from .estimators.base import MTLEstimator
@@ -305,21 +306,30 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
             except Exception:   # a worker's failure: this process fits that fold, and raises there
                 return
 
+        started = []
+
         def start_workers():
-            executor = get_reusable_executor(max_workers=workers)
+            started.append(get_reusable_executor(max_workers=workers, initializer=interrupts.watch_parent))
             for _ in range(workers):
-                threading.Thread(target=feed, args=(executor,), daemon=True).start()
+                threading.Thread(target=feed, args=(started[0],), daemon=True).start()
         workers = effective_n_jobs(n_jobs) - 1
         starter = threading.Timer(WORKERS_AFTER, start_workers)
         starter.daemon = True
         if workers > 0 and len(folds) > 1:
             starter.start()
-        while (i := take(False)) is not None:
-            finish(i, _fold_scores(estimator, points, data, folds[i], score))
-        starter.cancel()
-        for i in reversed(range(len(folds))):   # still with a worker: fitted here too
-            if columns[i] is None:
+        try:
+            while (i := take(False)) is not None:
                 finish(i, _fold_scores(estimator, points, data, folds[i], score))
+            starter.cancel()
+            for i in reversed(range(len(folds))):   # still with a worker: fitted here too
+                if columns[i] is None:
+                    finish(i, _fold_scores(estimator, points, data, folds[i], score))
+        except KeyboardInterrupt:   # a fit here was interrupted (FitInterrupted): the workers' go
+            starter.cancel()
+            waiting.clear()
+            for executor in started:
+                executor.shutdown(wait=False, kill_workers=True)
+            raise
     return np.column_stack(columns)
 
 

@@ -3,13 +3,17 @@
 ``time_limit`` bounds the whole fit: the warm start, the model builds and every
 solver call.  The estimator creates one ``Deadline`` when the fit starts and
 passes it down; each step checks it at a cheap granularity and stops with what
-it has, and each solver call gets only the time that is left.
+it has, and each solver call gets only the time that is left.  A stop asked by Ctrl-C
+(``mtl_opt.interrupts``) ends every deadline at once, so an interrupted fit stops the way a
+timed-out one does, with its incumbent and its proven bound.
 """
 
 from __future__ import annotations
 
 import math
 import time
+
+from . import interrupts
 
 
 class DeadlineReached(Exception):
@@ -23,7 +27,10 @@ class Deadline:
         self.end = math.inf if seconds is None else time.perf_counter() + seconds
 
     def remaining(self) -> float:
-        """Seconds left: inf without a limit, <= 0 once the deadline has passed."""
+        """Seconds left: inf without a limit, <= 0 once the deadline has passed or a stop was
+        asked (``interrupts.requested``)."""
+        if interrupts.requested():
+            return 0.0
         return self.end - time.perf_counter()
 
     def expired(self) -> bool:

@@ -38,6 +38,9 @@ class Status(str, enum.Enum):
     TIME_LIMIT = "time_limit"
     #: A count budget ran out first (iterations, nodes, solutions, memory).
     ITERATION_LIMIT = "iteration_limit"
+    #: A fit stopped by Ctrl-C (or SIGTERM under ``mtl-opt``, ``mtl_opt.interrupts``): it kept
+    #: its incumbent and the bound proven by then, as at a time limit.
+    INTERRUPTED = "interrupted"
     #: A fit with an estimate and no proven bound.
     HEURISTIC = "heuristic"
     #: Proven to have no solution.
@@ -56,7 +59,7 @@ class Status(str, enum.Enum):
 
 #: What a fit reports (``FitResult.status``, DESIGN.md): what ``final_status`` returns.
 STATUSES = (Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT, Status.ITERATION_LIMIT,
-            Status.HEURISTIC, Status.INFEASIBLE, Status.ERROR)
+            Status.INTERRUPTED, Status.HEURISTIC, Status.INFEASIBLE, Status.ERROR)
 #: What a backend reports (``BackendResult.status``).
 BACKEND_STATUSES = (Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT, Status.ITERATION_LIMIT,
                     Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR)
@@ -67,7 +70,7 @@ STOPS = (Status.CONVERGED, *BACKEND_STATUSES)
 WITHIN_TOLERANCE = frozenset({Status.OPTIMAL})
 #: An estimate exists (coef is meaningful), proven or not.
 HAS_ESTIMATE = frozenset({Status.OPTIMAL, Status.GAP_LIMIT, Status.TIME_LIMIT,
-                          Status.ITERATION_LIMIT, Status.HEURISTIC})
+                          Status.ITERATION_LIMIT, Status.INTERRUPTED, Status.HEURISTIC})
 
 
 def absolute_gap(objective: float | None, bound: float | None) -> float | None:
@@ -157,7 +160,11 @@ class FitResult:
     solver, solver_version : str
         What actually solved it, as a human reads it (e.g. "oa_multi_tree (HiGHS)").
     wall_time : float
-        Seconds for the whole fit.
+        Seconds for the whole fit, but ``compile_time``.
+    compile_time : float
+        Seconds spent compiling (or loading) kernels before the fit's clock and time limit
+        started: bnb's numba kernels, compiled once per Python environment (numba caches them);
+        0 when nothing was compiled.
     log : list of dict
         Per-iteration or per-stage records.
     native : dict
@@ -191,6 +198,7 @@ class FitResult:
     solver: str = ""
     solver_version: str = ""
     wall_time: float = 0.0
+    compile_time: float = 0.0
     log: list = field(default_factory=list)
     native: dict = field(default_factory=dict)
     task_names: list = field(default_factory=list)
@@ -244,7 +252,9 @@ class FitResult:
              + (f"  ({self.bound_source})" if self.bound_source else "")),
             ("Gap", gap_text),
             ("Solver", f"{self.solver} {self.solver_version}".strip() or "none"),
-            ("Time", f"{self.wall_time:.3g} s"),
+            ("Time", f"{self.wall_time:.3g} s" + (
+                f" (and {self.compile_time:.3g} s loading or compiling bnb's kernels, outside "
+                f"the time limit)" if self.compile_time >= 0.05 else "")),
         ] + [("Warning", text) for text in self.warnings]
         if self.unidentified:
             shown = ", ".join(f"{t}/{f}" for t, f in self.unidentified[:5])

@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mtl_opt.result import FitResult
+
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "instances" / "library"
 OPTIMA = {r["instance"]: float(r["optimum"])
@@ -345,8 +347,9 @@ def test_flag_errors_are_one_line_with_exit_2():
 
 def test_ctrl_c_inside_a_scip_solve_stops_the_fit_with_exit_130(tmp_path):
     """SCIP catches SIGINT itself and stopped with 'userinterrupt', which the fit reported as a
-    finished run (exit 0, a 67% gap); the interrupt is now handed back to Python.  A SIGINT that
-    lands before SCIP starts takes the ordinary path, with the same outcome."""
+    finished run (exit 0, a 67% gap); the interrupt is now recorded (``interrupts.request``), the
+    fit stops with status 'interrupted' and the bound SCIP had proven, which the result keeps.  A
+    SIGINT that lands before SCIP starts takes the ordinary path, with the same outcome."""
     from mtl_opt.synthetic import smtl_simulation
 
     smtl_simulation(p=200, K=5, n=100, s_true=10, q=14, seed=0).data.to_npz(tmp_path / "hard.npz")
@@ -360,4 +363,6 @@ def test_ctrl_c_inside_a_scip_solve_stops_the_fit_with_exit_130(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (proc.returncode, out, err)
     assert len(err.strip().splitlines()) == 1 and err.startswith("mtl-opt: interrupted"), err
-    assert not (tmp_path / "r.json").exists()
+    result = FitResult.from_json((tmp_path / "r.json").read_text())
+    assert result.status == "interrupted" and str(tmp_path / "r.json") in err
+    assert result.lower_bound is None or result.lower_bound <= result.objective

@@ -89,7 +89,7 @@ def test_a_slow_first_bnb_import_says_what_it_is_doing():
         assert sparse_methods._bnb_module().solve_bnb
     """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert run.returncode == 0, run.stderr
-    assert run.stderr.count("loading the bnb kernels (numba compiles them once per machine") == 1, run.stderr
+    assert run.stderr.count("loading the bnb kernels (numba compiles them once per Python environment") == 1, run.stderr
 
 
 def test_ctrl_c_while_a_command_imports_is_exit_130_without_a_traceback():

@@ -25,15 +25,15 @@ import sklearn.exceptions
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import r2_score
 
-from .. import legacy
+from .. import interrupts, legacy
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
-from ..errors import InvalidDataError, InvalidParameterError, NotFittedError, SolverError
+from ..errors import InvalidDataError, InvalidParameterError, MTLOptError, NotFittedError, SolverError
 from ..identifiability import check_some_signal, named_pairs
 from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
-from ..deadline import Deadline
-from ..result import FitResult
+from ..deadline import Deadline, DeadlineReached
+from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
@@ -113,17 +113,31 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         features, used as a warm start by estimators with ``supports_warm_start`` (ignored by
         others).  ``model``: a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited,
         solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
+
+        Ctrl-C stops the fit softly (``mtl_opt.interrupts``): it raises ``FitInterrupted`` (a
+        KeyboardInterrupt) once the fit has stopped, and ``result_`` holds the best estimate and
+        the bound proven by then (status ``interrupted``); a second Ctrl-C stops at once.
         """
         start = time.perf_counter()   # one clock for the whole fit, checks included
-        data = self._fit_data(X, y, task)
-        self.check(data)
-        if model is not None:
-            self._check_spec(model, data)
-            result = self._fit_spec(model, data)
-        else:
-            result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
-        self._adopt(result, data)
-        result.wall_time = time.perf_counter() - start
+        with interrupts.stoppable():
+            data = self._fit_data(X, y, task)
+            self.check(data)
+            try:
+                if model is not None:
+                    self._check_spec(model, data)
+                    result = self._fit_spec(model, data)
+                else:
+                    result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
+            except (MTLOptError, DeadlineReached) as exc:   # e.g. no solution found by the stop
+                if interrupts.requested():
+                    raise interrupts.FitInterrupted(None, "the fit was interrupted before an "
+                                                    "estimate") from exc
+                raise
+            self._adopt(result, data)
+            result.wall_time = time.perf_counter() - start - result.compile_time
+            if result.status is Status.INTERRUPTED:
+                raise interrupts.FitInterrupted(result, "the fit was interrupted; result_ holds its "
+                                                "best estimate and the bound proven by then")
         return self
 
     def _fit_data(self, X, y, task) -> MultiTaskData:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
-from .. import legacy
+from .. import interrupts, legacy
 from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations.constraints import compile_constraints
 from ..formulations.sparse import VARIANTS, SparseProblem
-from ..result import FitResult
+from ..result import FitResult, Status
 from ..solvers.backends import BACKENDS
 from ..solvers.bcd import fit_bcd
 from ..deadline import Deadline
@@ -170,7 +171,7 @@ class SparseMTL(MTLEstimator):
         problem, scaler, data = self._checked_problem(data)
         method = self._method(problem, legacy.value(self, "algorithm"), self.backend,
                               warn=False)   # cheap, already checked
-        _prepared(method)
+        compile_time = _prepared(method)
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         start = None if init is None else init.extra.get("coef_fitted")
         if start is not None and np.shape(start) != (data.n_tasks, data.n_features):
@@ -183,9 +184,11 @@ class SparseMTL(MTLEstimator):
         self.n_iter_ = warm.native["n_iter"]
         if method.name == "bcd":
             return self._result(problem, scaler, data, warm, method, None, options)
-        return self._result(problem, scaler, data,
-                            run_exact(method, problem, warm.estimate, options, deadline, self.backend),
-                            method, self.backend, options)
+        result = self._result(problem, scaler, data,
+                              run_exact(method, problem, warm.estimate, options, deadline, self.backend),
+                              method, self.backend, options)
+        result.compile_time = compile_time
+        return result
 
     def certify(self, data: MultiTaskData, *, algorithm: str = "exact", backend: str | None = None,
                 time_limit: float | None = None, solver: str | None = None) -> FitResult:
@@ -211,7 +214,12 @@ class SparseMTL(MTLEstimator):
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
         method = self._method(problem, algorithm, backend, warn=False)   # cheap, already checked
-        _prepared(method)
+        with interrupts.stoppable():
+            return self._certified(data, problem, scaler, std_data, method, backend, options)
+
+    def _certified(self, data, problem, scaler, std_data, method, backend, options) -> FitResult:
+        """``certify``'s exact run, in a region that stops softly on Ctrl-C (``fit``'s rule)."""
+        compile_time = _prepared(method)
         deadline = Deadline(options.time_limit)
         if not method.certifies:
             raise InvalidParameterError(
@@ -219,7 +227,11 @@ class SparseMTL(MTLEstimator):
                 f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {algorithm!r}.")
         run = run_exact(method, problem, self.result_.extra["coef_fitted"], options, deadline, backend)
         result = self._result(problem, scaler, std_data, run, method, backend, options)
+        result.compile_time = compile_time
         self._adopt(result, data)
+        if result.status is Status.INTERRUPTED:
+            raise interrupts.FitInterrupted(result, "certify was interrupted; result_ holds the "
+                                            "bound proven by then")
         return result
 
     def exact_model(self, data: MultiTaskData, kind: str = "miqp"):
@@ -326,7 +338,10 @@ class SparseMTL(MTLEstimator):
             extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})
 
 
-def _prepared(method) -> None:
-    """Run ``method.prepare`` (bnb: compile or load its kernels) before a deadline starts."""
+def _prepared(method) -> float:
+    """Run ``method.prepare`` (bnb: compile or load its kernels) before a deadline starts; the
+    seconds it took (``FitResult.compile_time``)."""
+    start = time.perf_counter()
     if method.prepare is not None:
         method.prepare()
+    return time.perf_counter() - start

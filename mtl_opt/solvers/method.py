@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import interrupts
 from ..errors import CapabilityError, InvalidParameterError, MTLOptError
 from ..result import STOPS, Status, checked_bound, relative_gap
 from .backends import get_backend
@@ -64,8 +65,9 @@ def final_status(run: SolverRun, rel_gap: float) -> Status:
 
     ``infeasible`` stands, and ``error`` (also for a backend's ``unbounded``: no objective of
     mtl_opt is); otherwise ``optimal`` when the bound that passes ``checked_bound`` proves a
-    relative gap <= ``rel_gap``; else the budget that ran out (``time_limit``,
-    ``iteration_limit``); else the run met its own criterion (``converged``, or a backend's own
+    relative gap <= ``rel_gap``; else ``interrupted`` when a stop was asked
+    (``interrupts.requested``: every deadline ended then); else the budget that ran out
+    (``time_limit``, ``iteration_limit``); else the run met its own criterion (``converged``, or a backend's own
     ``optimal`` or ``gap_limit``, whose gap is not ours): ``heuristic`` without such a bound,
     ``gap_limit`` with a wider gap.
     """
@@ -74,6 +76,8 @@ def final_status(run: SolverRun, rel_gap: float) -> Status:
     gap = relative_gap(run.objective, checked_bound(run.objective, run.lower_bound)[0])
     if gap is not None and gap <= rel_gap:
         return Status.OPTIMAL
+    if interrupts.requested():
+        return Status.INTERRUPTED
     if run.stop in (Status.TIME_LIMIT, Status.ITERATION_LIMIT):
         return run.stop
     return Status.HEURISTIC if gap is None else Status.GAP_LIMIT

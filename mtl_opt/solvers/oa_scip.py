@@ -29,7 +29,7 @@ from ..errors import SolverError
 from ..formulations.sparse import SparseProblem, zbar_penalty
 from ..formulations.sparse_models import Cut, dual_bound_margin, perspective_cut
 from ..result import Status, relative_gap
-from .backends import ScipBackend, get_backend, native_streams, raise_if_interrupted
+from .backends import ScipBackend, get_backend, native_streams, note_interrupt
 from .backends.base import ticking
 from .backends.scip import event_watcher
 from ..deadline import Deadline
@@ -93,7 +93,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
     lower = _lower_bound(scip, margin()) if started else None
     upper = handler.upper
-    raise_if_interrupted(backend.label, scip.getStatus())
+    note_interrupt(scip.getStatus())
     # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
     stop = backend.STATUS.get(scip.getStatus(), Status.ERROR) if started else Status.TIME_LIMIT
     progress.update(upper, lower, scip.getNNodes(), force=True, cuts=handler.n_cuts,

@@ -10,12 +10,14 @@ work, and run it through ``run_exact`` (an exact method from an incumbent) or
 from __future__ import annotations
 
 import functools
+import importlib
 import sys
 import threading
+import time
 
 import numpy as np
 
-from .. import __version__, legacy
+from .. import __version__, interrupts, legacy
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
@@ -51,7 +53,8 @@ def _oa_scope(problem: SparseProblem, backend) -> str | None:
 
 
 #: Seconds the first import of ``bnb`` may take before a notice says why: numba loads its
-#: kernels from the disk cache in about a second, and compiles them in ~40 s once per machine.
+#: kernels from the disk cache in about a second, and compiles them in 16-40 s once per Python
+#: environment (its cache is kept beside the installed package, or in NUMBA_CACHE_DIR).
 COMPILE_NOTICE_AFTER = 5.0
 
 
@@ -59,19 +62,30 @@ COMPILE_NOTICE_AFTER = 5.0
 def _bnb_module():
     """``solvers.bnb.search``, imported on first use, since importing it compiles its numba kernels
     (``bnb.kernels``), which no other method needs: bnb's ``Method.prepare``, which every fit runs
-    before its deadline starts, so the compile is never inside a time limit.  A slow import is
-    announced (it does not say "compiling" for sure: a load from the cache can take 5 s on a busy
-    machine)."""
-    notice = threading.Timer(COMPILE_NOTICE_AFTER, print, [
-        "mtl_opt: loading the bnb kernels (numba compiles them once per machine, ~40 s) ..."],
-        {"file": sys.stderr, "flush": True})
-    notice.daemon = True
-    notice.start()
-    try:
-        from .bnb import search as bnb
-    finally:
-        notice.cancel()
-    return bnb
+    before its deadline starts, so the compile is never inside a time limit (the fit reports it as
+    ``compile_time``).  A slow import is announced (it does not say "compiling" for sure: a load
+    from the cache can take 5 s on a busy machine).
+
+    The import runs in a thread while this one waits: a Ctrl-C then stops the fit at once
+    (``FitInterrupted``), where raised inside the compiler it was swallowed by one of llvmlite's
+    ctypes callbacks and the compile went on.  An abandoned compile finishes in the background."""
+    done = threading.Event()
+
+    def load():
+        try:
+            importlib.import_module(f"{__package__}.bnb.search")
+        finally:
+            done.set()
+    threading.Thread(target=load, name="mtl_opt-bnb-compile", daemon=True).start()
+    notice = time.perf_counter() + COMPILE_NOTICE_AFTER
+    while not done.wait(0.05):
+        if notice is not None and time.perf_counter() >= notice:
+            notice = print("mtl_opt: loading the bnb kernels (numba compiles them once per Python "
+                           "environment, 16-40 s; Ctrl-C stops) ...", file=sys.stderr, flush=True)
+        if interrupts.requested():
+            raise interrupts.FitInterrupted(None, "the fit was interrupted while numba compiled "
+                                            "bnb's kernels (nothing was proven yet)")
+    return importlib.import_module(f"{__package__}.bnb.search")   # raises what the import raised
 
 
 def _bnb_scope(problem: SparseProblem, backend) -> str | None:

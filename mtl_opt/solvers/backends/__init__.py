@@ -9,7 +9,7 @@ from mtl_opt.result import absolute_gap, relative_gap
 from mtl_opt.solvers.backends.base import (
     BACKENDS, CAPABILITIES, LAZY_CUTS, LP, MILP, MIQCP, MIQP, NLP, PROBLEM_CLASSES,
     QCP, QP, STATUSES, Backend, BackendResult, get_backend, list_backends, native_streams,
-    pick_backend, raise_if_interrupted,
+    pick_backend, note_interrupt,
 )
 from mtl_opt.solvers.backends.highs import HighsBackend
 from mtl_opt.solvers.backends.scip import ScipBackend, default_memory_limit_mb
@@ -19,5 +19,5 @@ __all__ = [
     "BACKENDS", "CAPABILITIES", "LAZY_CUTS", "LP", "MILP", "MIQCP", "MIQP", "NLP",
     "PROBLEM_CLASSES", "QCP", "QP", "STATUSES", "Backend", "BackendResult", "GurobiBackend", "HighsBackend",
     "ScipBackend", "absolute_gap", "default_memory_limit_mb", "get_backend", "list_backends",
-    "native_streams", "pick_backend", "raise_if_interrupted", "relative_gap",
+    "native_streams", "pick_backend", "note_interrupt", "relative_gap",
 ]

@@ -47,6 +47,7 @@ from mtl_opt.errors import (
     SolverUnavailableError,
 )
 from mtl_opt.result import BACKEND_STATUSES as STATUSES, Status, absolute_gap, relative_gap
+from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline, DeadlineReached
 from mtl_opt.solvers.options import SolveOptions
 
@@ -149,8 +150,8 @@ class Backend(abc.ABC):
     install_hint: ClassVar[str]  # how to install ``module``, said when it is missing
     capabilities: ClassVar[frozenset[str]]
     STATUS: ClassVar[Mapping[str, Status]]  # native status -> one of STATUSES
-    #: Native statuses of a solve stopped by Ctrl-C: the solver caught SIGINT itself, so Python
-    #: never saw it (``raise_if_interrupted``).
+    #: Native statuses of a solve stopped on a stop asked, maybe by a SIGINT the solver caught
+    #: itself, so that Python never saw it (``note_interrupt``).
     INTERRUPTED: ClassVar[frozenset[str]] = frozenset()
     LP_OPTIONS: ClassVar[Mapping[str, Any]] = {}  # native settings for LPs (so duals exist)
     #: The ``solver_options`` that show the solver's own log (with ``verbose``, which alone shows
@@ -277,8 +278,7 @@ class Backend(abc.ABC):
 
         def on_optimize():
             self._limit_time(solver, deadline)
-            if progress is not None:
-                unwatch.append(self._watch(solver._solver_model, progress))
+            unwatch.append(self._watch(solver._solver_model, progress))   # also stops it on a stop asked
         try:
             deadline.check()
             with (self._checked_translation(solver, deadline, progress), self._streams(opts.verbose),
@@ -302,7 +302,7 @@ class Backend(abc.ABC):
 
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
         native_status, native_gap = self._native_status(solver._solver_model)
-        raise_if_interrupted(self.label, native_status)
+        note_interrupt(native_status)
         status = self.STATUS.get(native_status)
         if status is None:
             logger.warning("%s returned unhandled status %r; reporting 'error'.",
@@ -407,9 +407,10 @@ class Backend(abc.ABC):
         """The branch-and-bound nodes of the last solve (0 for a continuous model)."""
         return 0
 
-    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
-        """Call ``progress(incumbent, bound, nodes)`` from the native solver's callbacks during its
-        next solve; returns what stops it.  Default: no callback (the solve is one silent call)."""
+    def _watch(self, native_model: Any, progress: Callable | None) -> Callable[[], None]:
+        """From the native solver's callbacks during its next solve: stop it once a stop is asked
+        (``interrupts.requested``), and call ``progress(incumbent, bound, nodes)`` (None: no
+        log); returns what ends the watch.  Default: no callback (the solve is one silent call)."""
         return lambda: None
 
     def _failure(self, exc: Exception, problem_class: str) -> Exception:
@@ -522,11 +523,12 @@ class _OnOptimize(HierarchicalTimer):
         super().start(identifier)
 
 
-def raise_if_interrupted(label: str, native_status: str) -> None:
-    """Hand a Ctrl-C that the native solver caught back to Python, so the fit stops like any
-    other interrupted work (the CLI exits 130) instead of reporting the cut-short run."""
+def note_interrupt(native_status: str) -> None:
+    """Record a Ctrl-C that the native solver caught itself (SCIP's own SIGINT handler, in force
+    while it solves, so Python never saw the signal): the rest of the fit stops too
+    (``interrupts.request``), and the run's status is ``interrupted``."""
     if any(native_status in cls.INTERRUPTED for cls in BACKENDS.values()):
-        raise KeyboardInterrupt(f"{label} was interrupted")
+        interrupts.request()
 
 
 @contextlib.contextmanager

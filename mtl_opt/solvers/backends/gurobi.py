@@ -36,8 +36,9 @@ class GurobiBackend(Backend):
         "INFEASIBLE": "infeasible",
         "UNBOUNDED": "unbounded",
         "INF_OR_UNBD": "error",  # ambiguous: claim neither
+        "INTERRUPTED": "time_limit",  # Gurobi caught Ctrl-C itself (``note_interrupt``): its bound stands
         **dict.fromkeys(("LOADED", "INPROGRESS", "CUTOFF", "USER_OBJ_LIMIT", "NUMERIC",
-                         "SUBOPTIMAL", "INTERRUPTED"), "error"),  # (interrupts raise first)
+                         "SUBOPTIMAL"), "error"),
     }
     INTERRUPTED = frozenset({"INTERRUPTED"})
     NATIVE_LOG = {"OutputFlag": 1}

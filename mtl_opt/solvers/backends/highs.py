@@ -7,6 +7,8 @@ from typing import Any
 
 import pyomo.environ as pyo
 
+from mtl_opt import interrupts
+
 from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend, _finite, _patched, native_streams
 from mtl_opt.solvers.options import SolveOptions
 
@@ -29,9 +31,10 @@ class HighsBackend(Backend):
         "kInfeasible": "infeasible",
         "kUnbounded": "unbounded",
         "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
+        # stopped by ``_watch``'s callbacks on a stop asked (``interrupts``): its bound stands
+        "kInterrupt": "time_limit", "kHighsInterrupt": "time_limit",
         **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
-                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit",
-                         "kInterrupt", "kHighsInterrupt"), "error"),  # (interrupts raise first)
+                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit"), "error"),
     }
     INTERRUPTED = frozenset({"kInterrupt", "kHighsInterrupt"})
     NATIVE_LOG = {"output_flag": True}
@@ -59,15 +62,23 @@ class HighsBackend(Backend):
     def _node_count(self, native_model: Any) -> int:
         return max(0, native_model.getInfo().mip_node_count)
 
-    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+    def _watch(self, native_model: Any, progress: Callable | None) -> Callable[[], None]:
         # HiGHS calls its interrupt callbacks many times a second: in branch and bound (with its
         # bounds and node count), in the simplex and interior-point loops (a heartbeat only).
+        # Each stops the solve once a stop is asked: HiGHS's own way out, where a Python
+        # exception raised in its callback could crash it.
         def mip(event):
-            out = event.data_out
-            progress(_finite(out.mip_primal_bound), _finite(out.mip_dual_bound), out.mip_node_count)
+            if interrupts.requested():
+                event.data_in.user_interrupt = True
+            elif progress is not None:
+                out = event.data_out
+                progress(_finite(out.mip_primal_bound), _finite(out.mip_dual_bound), out.mip_node_count)
 
         def heartbeat(event):
-            progress(None, None, None)
+            if interrupts.requested():
+                event.data_in.user_interrupt = True
+            elif progress is not None:
+                progress(None, None, None)
         hooks = [(native_model.cbMipInterrupt, mip), (native_model.cbSimplexInterrupt, heartbeat),
                  (native_model.cbIpmInterrupt, heartbeat)]
         for hook, callback in hooks:

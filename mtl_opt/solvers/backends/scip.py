@@ -14,6 +14,7 @@ from pyomo.common.timing import HierarchicalTimer
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.repn import generate_standard_repn
 
+from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline
 from mtl_opt.errors import SolverError
 from mtl_opt.resources import physical_memory
@@ -67,7 +68,7 @@ class ScipBackend(Backend):
         "infeasible": "infeasible",
         "unbounded": "unbounded",
         "inforunbd": "error",  # ambiguous: claim neither
-        "userinterrupt": "error",  # (raises KeyboardInterrupt first: raise_if_interrupted)
+        "userinterrupt": "time_limit",  # a stop asked (``interrupts``): its dual bound stands
         "memlimit": "iteration_limit",  # a work limit: SCIP's dual bound at the stop is still valid
         "unknown": "error",
     }
@@ -116,7 +117,7 @@ class ScipBackend(Backend):
     def _node_count(self, native_model: Any) -> int:
         return native_model.getNNodes()
 
-    def _watch(self, native_model: Any, progress: Callable) -> Callable[[], None]:
+    def _watch(self, native_model: Any, progress: Callable | None) -> Callable[[], None]:
         native_model.includeEventhdlr(event_watcher()(progress), "mtl_opt_progress",
                                       "mtl_opt's live log (solvers.progress)")
         return lambda: None   # scip_direct builds a fresh model per solve
@@ -204,10 +205,12 @@ def _versions() -> str:
 
 @functools.cache
 def event_watcher() -> type:
-    """The SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``)
-    at most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better dual bounds,
-    presolve rounds and the cuts of each separation round (SCIP's root can separate for minutes
-    in one node, between LPSOLVED events).  Made on first use (pyscipopt is imported then)."""
+    """The SCIP event handler calling ``progress(incumbent, bound, nodes)`` (``Backend._watch``;
+    None: no log) at most every ``EVERY`` seconds, on solved nodes and LPs, new incumbents, better
+    dual bounds, presolve rounds and the cuts of each separation round (SCIP's root can separate
+    for minutes in one node, between LPSOLVED events).  On every event it stops the solve once a
+    stop is asked (``interrupts``: SIGTERM, which SCIP does not catch itself).  Made on first use
+    (pyscipopt is imported then)."""
     from pyscipopt import SCIP_EVENTTYPE, Eventhdlr
 
     events = (SCIP_EVENTTYPE.NODESOLVED | SCIP_EVENTTYPE.LPSOLVED | SCIP_EVENTTYPE.BESTSOLFOUND
@@ -227,8 +230,11 @@ def event_watcher() -> type:
             self.model.dropEvent(events, self)
 
         def eventexec(self, event):
+            if interrupts.requested():
+                self.model.interruptSolve()
+                return {}
             now = time.perf_counter()
-            if now - self.last < self.EVERY:
+            if self.progress is None or now - self.last < self.EVERY:
                 return {}
             self.last, scip = now, self.model
             self.progress(_below_infinity(scip.getPrimalbound()),

@@ -10,8 +10,9 @@ against the same incumbent, and their supports are offered only afterwards (``Tr
 the tree, its bounds and its answer are the same on one core or two; only the time differs.
 
 The worker is a loky process (joblib's process executor, which handles start-up, crashes and
-shutdown), one per fit and shut down with it: not joblib's shared reusable executor, whose
-``Parallel`` calls (cross-validation's ``n_jobs``) expect it to be set up their way.  It holds a
+shutdown), one per fit and shut down with it (it exits by itself once its parent is gone:
+``interrupts.watch_parent``): not joblib's shared reusable executor, whose ``Parallel`` calls
+(cross-validation's ``n_jobs``) expect it to be set up their way.  It holds a
 copy of the search: the first job of a search sends it, later jobs only the node.  The pool starts
 once a search has run ``POOL_AFTER`` seconds (small trees never pay for it), in the background (its
 imports take about a second, which the search spends bounding here), not inside a worker process
@@ -31,6 +32,8 @@ import time
 
 import numpy as np
 from joblib.externals.loky import ProcessPoolExecutor
+
+from ... import interrupts
 
 #: Seconds a search runs on one core before the worker starts (a start costs about a second).
 POOL_AFTER = 1.0
@@ -80,9 +83,10 @@ class NodePool:
         return [result if result is not None else search.bound(*node) for result, node in zip(results, nodes)]
 
     def close(self) -> None:
-        """Shut the worker down (the fit is over)."""
+        """Kill the worker (the fit is over, or interrupted: the node it bounds is not needed) and
+        wait for its executor to release what it holds."""
         if self.warming is not None:
-            self.warming[0].shutdown(wait=False)
+            self.warming[0].shutdown(wait=True, kill_workers=True)
         self.warming = None
         self._one_core()
 
@@ -95,7 +99,8 @@ class NodePool:
         if (self.wanted and self.warming is None and time.perf_counter() - self.started >= POOL_AFTER
                 and self.deadline.remaining() >= MIN_REMAINING):
             try:
-                executor = ProcessPoolExecutor(max_workers=1, env=_ENV)
+                executor = ProcessPoolExecutor(max_workers=1, env=_ENV,
+                                               initializer=interrupts.watch_parent)
                 self.warming = executor, executor.submit(_ready)
                 if WAIT_FOR_WORKER:
                     concurrent.futures.wait([self.warming[1]])
@@ -110,13 +115,16 @@ class NodePool:
 
     def _feed(self, search, nodes, results, take) -> None:
         """In a thread: the worker bounds the last waiting node, then the next, until none is left.
-        On a failed, killed or late worker the pool turns to one core and ``bounds`` bounds the
-        node here (its result stays None)."""
+        On a failed, killed or late worker, or a stop asked (``interrupts``), the pool turns to one
+        core and ``bounds`` bounds the node here (its result stays None)."""
         while self.executor is not None and (i := take(True)) is not None:
             try:
                 future = self._submit(search, *nodes[i])
-                remaining = self.deadline.remaining()
-                results[i] = future.result(timeout=max(remaining, 0.0) + 10.0 if np.isfinite(remaining) else None)
+                late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + 10.0
+                while not concurrent.futures.wait([future], timeout=0.05).done:
+                    if interrupts.requested() or time.perf_counter() > late:
+                        raise TimeoutError   # a stop asked: the worker's node is dropped
+                results[i] = future.result()
             except Exception:
                 self._one_core()
 
@@ -131,6 +139,20 @@ class NodePool:
 def _ready() -> None:
     """In the worker: import what bounding needs, so the first node is not late."""
     importlib.import_module("mtl_opt.solvers.bnb.search")
+    _unlink(getattr(importlib.import_module("pyomo.common.dependencies"), "capture_output_lock", None))
+
+
+def _unlink(lock) -> None:
+    """Unlink the named semaphore of ``lock`` now (it still works) and drop it from the resource
+    tracker: Pyomo makes one on import, and a worker killed mid-node (``close``) would otherwise
+    leave it for the tracker, which says so on the terminal."""
+    name = getattr(getattr(lock, "_semlock", None), "name", None)
+    if name is None:
+        return
+    from multiprocessing import resource_tracker, synchronize
+
+    synchronize.sem_unlink(name)
+    resource_tracker.unregister(name, "semaphore")
 
 
 #: Bounds one node after another (the searches' default, and what ``threads=1`` amounts to).

@@ -1,0 +1,176 @@
+"""One way every path stops: the first Ctrl-C (SIGINT), or SIGTERM under ``mtl-opt``, asks the
+running work to stop; it never raises inside compiled or native code.
+
+Python's own SIGINT handler raises KeyboardInterrupt wherever the main thread is: inside a numba
+kernel's return (a SystemError), a HiGHS or SCIP callback (a crash), Pyomo's model construction
+(an error printed on stdout), a ctypes callback of the numba compiler (swallowed).  Inside a
+``stoppable()`` region the first signal only records the request (``requested()``).  Then:
+
+- every ``Deadline`` has expired (``deadline.py``), so each loop (bcd, the trees, OA, FISTA)
+  stops as at its time limit, with its incumbent and its proven bound;
+- native solvers are stopped through their own mechanisms: HiGHS's interrupt callbacks
+  (``user_interrupt``), SCIP's own catch of SIGINT and its event handlers' ``interruptSolve``;
+- the fit's status is ``interrupted`` (``method.final_status``) and ``fit`` raises
+  ``FitInterrupted`` carrying that result (the estimator keeps it as ``result_``).
+
+A second signal is not soft: in ``mtl-opt`` it kills the child processes and exits at once
+(130, or 143 after SIGTERM); in Python it raises KeyboardInterrupt as Python would.  Child
+processes (the bnb worker, cross-validation's workers) are killed when the work stops, and stop
+by themselves when their parent is gone (``watch_parent``).
+
+Outside a ``stoppable()`` region (pure Python and numpy: reading files, bandits, tables), SIGINT
+raises KeyboardInterrupt as usual, and under ``mtl-opt`` so does SIGTERM.  Regions are entered
+from the main thread only; elsewhere (a worker thread) ``stoppable()`` does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+
+#: Exit codes of a command stopped by a signal, as a shell reports a process it killed.
+EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class FitInterrupted(KeyboardInterrupt):
+    """A fit stopped by Ctrl-C (or SIGTERM under ``mtl-opt``): ``result`` is what it had (its best
+    incumbent and proven bound, status ``interrupted``), or None when it stopped before an
+    estimate (e.g. during the one-time compile of the bnb kernels)."""
+
+    def __init__(self, result=None, where: str = ""):
+        self.result, self.where = result, where
+        super().__init__(where or "the fit was interrupted")
+
+
+class _State:
+    """The process's signal state: the first signal seen, how deep in regions, how to exit."""
+
+    signum: int | None = None   # the first signal of the current request
+    depth = 0                   # nested stoppable() regions entered
+    hard_exit = False           # mtl-opt: a second signal exits at once
+    installed = False
+    final_code: int | None = None   # the command is over: a signal exits with this code
+
+
+_state = _State()
+
+
+def requested() -> bool:
+    """Whether a stop has been asked (a signal, or a native solver that caught one)."""
+    return _state.signum is not None
+
+
+def request(signum: int = signal.SIGINT) -> None:
+    """Record a stop, as a signal does: where a native solver caught SIGINT itself (SCIP), so
+    the rest of the fit stops too."""
+    if _state.signum is None:
+        _state.signum = signum
+
+
+def exit_code() -> int:
+    """The exit code of the request: 130 after SIGINT, 143 after SIGTERM."""
+    return EXIT_CODES.get(_state.signum or signal.SIGINT, 130)
+
+
+def exit_on_signal(code: int) -> None:
+    """The command is over (its exit code ``code``): from now on a signal exits at once with it,
+    where Python's own handler would raise inside the interpreter's shutdown."""
+    _state.final_code = code
+
+
+def _handler(signum, frame):
+    if _state.final_code is not None:
+        os._exit(_state.final_code)
+    if _state.signum is not None:          # the second signal: not soft
+        if _state.hard_exit:
+            kill_children()
+            sys.stderr.write("mtl-opt: interrupted again: stopped at once\n")
+            sys.stderr.flush()
+            os._exit(EXIT_CODES.get(signum, 130))
+        raise KeyboardInterrupt
+    if _state.depth > 0:
+        _state.signum = signum
+        return
+    _state.signum = signum                 # outside a region: stop as Python would
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def cli_signals():
+    """``mtl-opt``'s whole run: SIGINT and SIGTERM through ``_handler``, a second one exits at
+    once.  The previous handlers come back at exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in EXIT_CODES}
+    _state.signum, _state.hard_exit, _state.installed = None, True, True
+    for s in EXIT_CODES:
+        signal.signal(s, _handler)
+    try:
+        yield
+    finally:
+        if _state.final_code is None:   # else kept until the process exits (exit_on_signal)
+            for s, previous in saved.items():
+                signal.signal(s, previous)
+            _state.signum, _state.hard_exit, _state.installed = None, False, False
+
+
+@contextlib.contextmanager
+def stoppable():
+    """A region whose work stops softly on the first SIGINT (see the module's docstring).
+
+    In Python, SIGINT is taken over only while Python's own handler is in place (a program's or
+    a notebook's own handler is left alone; ``requested()`` is then never set by a signal), and
+    the request is cleared when the outermost region ends, so the next fit runs in full."""
+    main = threading.current_thread() is threading.main_thread()
+    own = (main and not _state.installed and _state.depth == 0
+           and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if not main:
+        yield
+        return
+    if own:
+        _state.signum = None
+        signal.signal(signal.SIGINT, _handler)
+    _state.depth += 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+        if own:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            _state.signum = None
+
+
+def kill_children() -> None:
+    """Kill every descendant process of this one (the bnb worker, cross-validation's workers,
+    bench cells) at once, when exiting at once: what an interrupted command must not leave
+    behind.  Not loky's resource tracker, which exits by itself when this process is gone, after
+    freeing the semaphores it tracks (killed, it leaves them behind)."""
+    try:
+        import psutil
+    except ImportError:   # pragma: no cover - psutil is a dependency
+        return
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if not any("resource_tracker" in part for part in child.cmdline()):
+                child.kill()
+
+
+def watch_parent(interval: float = 0.25) -> None:
+    """In a worker process: exit once the parent is gone (killed before it could stop us), from
+    a daemon thread that checks every ``interval`` seconds.  A pool's initializer."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+    threading.Thread(target=watch, name="mtl_opt-parent-watch", daemon=True).start()
