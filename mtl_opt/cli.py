@@ -123,9 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console script: ``main``, then exit.  A signal during the interpreter's shutdown
-    (which frees what the workers' executors held) exits at once with the code already decided,
-    where Python's own handler would raise in the middle of it."""
+    """The console script: ``main``, then exit with its code, whatever signal comes while the
+    interpreter shuts down (``interrupts.exit_on_signal``)."""
     with interrupts.cli_signals():
         code = _main(None)
         interrupts.exit_on_signal(code)

@@ -77,8 +77,10 @@ def exit_code() -> int:
 
 
 def exit_on_signal(code: int) -> None:
-    """The command is over (its exit code ``code``): from now on a signal exits at once with it,
-    where Python's own handler would raise inside the interpreter's shutdown."""
+    """The command is over (its exit code ``code``): a signal from now on exits at once with it,
+    and once ``cli_signals`` ends, signals are ignored while the interpreter shuts down (Python's
+    own handler would raise in the middle of it, and late in it Python resets SIGINT to its
+    default, which kills the process with another code)."""
     _state.final_code = code
 
 
@@ -113,10 +115,9 @@ def cli_signals():
     try:
         yield
     finally:
-        if _state.final_code is None:   # else kept until the process exits (exit_on_signal)
-            for s, previous in saved.items():
-                signal.signal(s, previous)
-            _state.signum, _state.hard_exit, _state.installed = None, False, False
+        for s, previous in saved.items():
+            signal.signal(s, previous if _state.final_code is None else signal.SIG_IGN)
+        _state.signum, _state.hard_exit, _state.installed = None, False, False
 
 
 @contextlib.contextmanager
