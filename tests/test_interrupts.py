@@ -142,6 +142,15 @@ def test_a_signal_stops_every_exact_path_cleanly(folder, tmp_path, name, signals
     check_cli_stop(interrupted(solve(folder, name, out), folder, signals, after=4.0), out, code)
 
 
+@pytest.mark.parametrize("after", [0.2, 1.0, 2.5])
+def test_ctrl_c_while_the_miqp_is_built_or_solved(folder, tmp_path, after):
+    """Raised inside Pyomo's construction, a KeyboardInterrupt printed "ERROR: Constructing
+    component ..." on stdout: now nothing is raised there, at any moment of the fit."""
+    out = tmp_path / "r.json"
+    check_cli_stop(interrupted(solve(folder, "miqp", out), folder, [(signal.SIGINT, 0)], after=after),
+                   out, 130)
+
+
 def test_ctrl_c_on_the_highs_oa_loop_never_crashes(folder, tmp_path):
     """A Ctrl-C raised inside HiGHS's callbacks segfaulted 1 run in 4: 20 runs, two at a time, at
     moments spread over the loop's first seconds."""
