@@ -11,7 +11,7 @@ a fuller run's rounds where one seed per round makes them differ):
 - ``armul / previous``: CPU seconds per vanilla ARMUL fit (Section 5.1's shape: m = 30, n = 200,
   d = 50, c = 1, no intercept; ``armul+std``: the same with ``fit_intercept`` and
   ``standardize``), this tree over the previous release's: the tree of ``--against``
-  (a tag or commit; default the last tag) is exported with ``git archive`` into a temporary
+  (a tag or commit; default the newest release in ``benchmarks/releases.toml``) is exported with ``git archive`` into a temporary
   folder and both run in subprocesses of this interpreter, with ``PYTHONPATH`` set to each tree,
   a fresh data set per fit.  Flagged when every round ran slower than the previous release
   (the target is at most 1); BENCHMARKS.md's ratios against 369059f, issue 50's reference
@@ -67,7 +67,17 @@ def armul_child(fits: int, standardize: bool) -> None:
     print(json.dumps({"file": mtl_opt.__file__, "times": times, "objective": objective}))
 
 
-def last_tag() -> str | None:
+def last_release() -> str | None:
+    """The commit of the newest release in ``benchmarks/releases.toml`` (the record that reaches
+    every clone of main, where git tags do not), or the last git tag when the file has none."""
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        import tomli as tomllib
+    releases = tomllib.loads((ROOT / "benchmarks" / "releases.toml").read_text())["releases"]
+    if releases:
+        newest = max(releases, key=lambda version: tuple(int(part) for part in version.split(".")))
+        return releases[newest]
     out = subprocess.run(["git", "describe", "--tags", "--abbrev=0"], cwd=ROOT,
                          capture_output=True, text=True)
     return out.stdout.strip() or None
@@ -196,7 +206,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="3 rounds, fewer seeds (a few minutes)")
     parser.add_argument("--rounds", type=int, default=None, help="rounds per row (default 3 quick, 7)")
     parser.add_argument("--against", default=None, help="previous release: a tag or commit "
-                        "(default: the last tag)")
+                        "(default: the newest in benchmarks/releases.toml)")
     parser.add_argument("--only", nargs="+", default=None,
                         help="rows to run: armul (with armul+std), algorithm1, abess, molar, okridge")
     parser.add_argument("--armul-child", type=int, default=None, help=argparse.SUPPRESS)
@@ -206,14 +216,14 @@ def main(argv=None):
         return armul_child(args.armul_child, args.armul_standardize)
     rounds = args.rounds or (3 if args.quick else 7)
     seeds = 5 if args.quick else 20
-    ref = args.against or last_tag()
+    ref = args.against or last_release()
     rows = {
         "armul": ("armul / previous (CPU per fit)", NOT_SLOWER, lambda: (
             armul_vs_previous(ref, rounds, 10 if args.quick else 30) if ref
-            else (None, "no previous release: no git tag; pass --against COMMIT"))),
+            else (None, "no previous release in benchmarks/releases.toml; pass --against COMMIT"))),
         "armul+std": ("armul+std / previous (CPU per fit)", NOT_SLOWER, lambda: (
             armul_vs_previous(ref, rounds, 10 if args.quick else 30, standardize=True) if ref
-            else (None, "no previous release: no git tag; pass --against COMMIT"))),
+            else (None, "no previous release in benchmarks/releases.toml; pass --against COMMIT"))),
         "algorithm1": ("armul / Algorithm 1 (500 steps)", (0.36, 0.452),
                        lambda: armul_vs_algorithm1(rounds)),
         "abess": ("bcd / abess, p = 250 (CPU)", (1.66, 2.40), lambda: bcd_vs_abess(250, rounds, seeds)),
