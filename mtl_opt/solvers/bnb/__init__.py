@@ -15,7 +15,7 @@ Its rounding-error bounds (``gamma``, ``lowered``, ``rounded_up``) are ``mtl_opt
 safe-bound numerics every family shares.
 
 Names load on first use: ``scope`` (``mtl-opt validate``, a fit's ``check``) never imports numba,
-while ``solve_bnb`` compiles the kernels on first import (~40 s once per machine).
+while ``solve_bnb`` compiles the kernels on first import (16-40 s once per Python environment).
 """
 
 from ..._lazy import lazy_names

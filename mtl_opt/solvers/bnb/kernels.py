@@ -15,8 +15,9 @@ sums (``FASTMATH``: vectorized loops), which changes only the last bits of the c
 
 The designs come stacked, ``X`` (n, p) and ``y`` (n,), task k's rows ``ends[k]:ends[k + 1]``;
 every array C-contiguous, float64 but ``ends`` (int64) and the node's ``states`` (int8).  The
-kernels are compiled for those types when this module is first imported (38 s measured, once per
-machine: numba caches them on disk), so no fit's time limit pays for a compilation.
+kernels are compiled for those types when this module is first imported (16-40 s measured, once
+per Python environment: numba caches them on disk beside the package, or in NUMBA_CACHE_DIR), so no
+fit's time limit pays for a compilation (``FitResult.compile_time`` reports it).
 """
 
 from __future__ import annotations

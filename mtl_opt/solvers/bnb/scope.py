@@ -1,5 +1,5 @@
 """What bnb can solve, importable without its kernels: ``bnb.search`` compiles numba kernels when
-first imported (~40 s once per machine), and ``mtl-opt validate`` or a fit's ``check`` asks only this."""
+first imported (16-40 s once per Python environment), and ``mtl-opt validate`` or a fit's ``check`` asks only this."""
 
 from __future__ import annotations
 
