@@ -66,3 +66,15 @@ def read_tables(path: Path, command: str, optional: tuple = (), arrays: tuple = 
         if table not in raw:
             raise InstanceFileError(f"{path}: missing [{table}] table.")
     return raw
+
+
+def output_plot(path: Path, raw: dict) -> str | None:
+    """The ``plot`` key of an experiment file's optional ``[output]`` table (its one key), as
+    written: ``outputs.output_file`` resolves it, relative to the file (None: no plot)."""
+    output = raw.get("output", {})
+    only_keys(path, "[output]", output, {"plot"})
+    plot = output.get("plot")
+    if plot is not None and not isinstance(plot, str):
+        raise InstanceFileError(f"{path}: [output] plot must be a file name in quotes, e.g. "
+                                f"plot = \"curves.png\"; got plot = {plot!r}.")
+    return plot
