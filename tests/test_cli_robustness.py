@@ -248,11 +248,20 @@ def test_ctrl_c_stops_the_bench_keeps_finished_rows_and_exits_130(tmp_path):
     assert [(Path(r["instance"]).stem, r["status"]) for r in rows] == [("tiny_armul_vanilla", "optimal")]
 
 
-def test_a_killed_bench_takes_its_running_cell_along(tmp_path):
+def test_a_killed_bench_takes_its_running_cell_along_and_releases_its_lock(tmp_path):
+    from mtl_opt.outputs import exclusive
+
     proc, cells = _bench_until_a_cell_runs(tmp_path)
+    with pytest.raises(OSError, match="is in use by another process"):   # held while it runs
+        with exclusive(tmp_path / "out"):
+            pass
     proc.kill()
     proc.communicate(timeout=60)
     assert _gone(cells, within=10)
+    with exclusive(tmp_path / "out"):   # SIGKILL ran no cleanup: the kernel released the flock
+        pass
+    with open(tmp_path / "out" / "results.csv") as fh:   # whole: its header, no row cut short
+        assert next(csv.reader(fh))[0] == "instance" and list(fh) == []
 
 
 def test_resume_drops_and_reports_cut_and_foreign_lines_and_runs_only_what_is_missing(tmp_path):
@@ -448,7 +457,8 @@ def test_dash_is_refused_in_one_line_where_the_output_cannot_be_standard_output(
     """A plot (a PNG, beside the table on stdout) and bench's directory of files."""
     molar = copy_instance("tiny_molar", tmp_path)
     cases = {("bandit", BANDIT, *SHORT["bandit"], "--plot", "-"): "the table is printed there",
-             ("collab", COLLAB, *SHORT["collab"], "--plot", "-"): "the table is printed there"}
+             ("collab", COLLAB, *SHORT["collab"], "--plot", "-"): "the table is printed there",
+             ("bench", molar, "--solvers", "median-sort", "--out", "-"): "several files"}
     for args, reason in cases.items():
         message = one_line_error(*_outcome(run_cli(*args, cwd=tmp_path)))
         assert "cannot be standard output ('-')" in message and reason in message, message
@@ -498,3 +508,58 @@ def test_a_count_flag_takes_a_whole_number_in_exponent_form():
     proc = run_cli("bandit", BANDIT, "--horizon", "2e1", "--trials", 1, "--quiet")
     assert proc.returncode == 0, proc.stderr
     assert "1 trials x 20 rounds" in proc.stdout
+
+
+
+# --- issue 57: one bench at a time on an --out ----------------------------------------------------
+
+def _bench_rows(out: Path):
+    """The keys of results.jsonl's rows and of results.csv's, in file order."""
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    with open(out / "results.csv") as fh:
+        table = list(csv.DictReader(fh))
+    return ([(r["instance"], r["solver"], int(r["repeat"])) for r in rows],
+            [(r["instance"], r["solver"], int(r["repeat"])) for r in table])
+
+
+def test_a_bench_on_an_out_another_bench_holds_exits_2_and_touches_nothing(tmp_path):
+    from mtl_opt.outputs import exclusive
+
+    molar, out = copy_instance("tiny_molar", tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("rows of the run that holds the lock\n")
+    with exclusive(out):   # as a running bench holds it
+        rc, stdout, err = _outcome(run_cli("bench", molar, "--solvers", "median-sort", "--out", out))
+    assert one_line_error(rc, stdout, err) == (
+        f"mtl-opt: error: {out} is in use by another process (pid {os.getpid()}); one mtl-opt bench "
+        f"at a time writes its results there: wait for it to finish, run with --wait to wait for "
+        f"it, or choose another --out.\n")
+    assert os.listdir(out) == ["results.jsonl"]   # no row, no lock file left: the holder's is gone
+    assert (out / "results.jsonl").read_text() == "rows of the run that holds the lock\n"
+
+
+def test_concurrent_benches_on_one_out_record_every_cell_once(tmp_path):
+    """Two concurrent runs on one --out recorded 60 rows, 15 keys twice.  Here two real
+    processes run with --wait while this test holds the lock, so both are past their checks and
+    contending when it is released: one runs the grid, the other waits for it and then finds
+    every cell recorded.  Every cell runs once, and each file holds each row once."""
+    from mtl_opt.outputs import exclusive
+
+    molar, out = copy_instance("tiny_molar", tmp_path), tmp_path / "out"
+    out.mkdir()
+    args = ("bench", molar, "--solvers", "median-sort", "--repeats", 2, "--time-limit", 30,
+            "--out", f"{out}/", "--wait")
+    with exclusive(out):
+        procs = [start(*args) for _ in range(2)]
+        for proc in procs:   # each says it waits (its first line on stderr that is about OUT)
+            line = next((line for line in iter(proc.stderr.readline, "") if str(out) in line), "")
+            assert line == (f"mtl-opt: warning: {out} is in use by another process (pid "
+                            f"{os.getpid()}); waiting for it to finish.\n"), line
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    ran = [line for stdout, _ in outputs for line in stdout.splitlines() if "median-sort #" in line]
+    assert len(ran) == 2, ran   # two cells, each run by one of the two processes
+    expected = [(str(molar), "median-sort", repeat) for repeat in (0, 1)]
+    jsonl, table = _bench_rows(out)
+    assert sorted(jsonl) == sorted(table) == expected   # nothing lost, nothing twice
+    assert sorted(os.listdir(out)) == ["results.csv", "results.jsonl"]   # no lock, no temporary
