@@ -257,6 +257,7 @@ def exclusive(directory: str | Path, *, wait: bool = False, busy: str = "", warn
         fd = None if fcntl is None else _lock(lock, wait, busy, warn)
     except _NoLocks as exc:
         fd = None
+        lock.unlink(missing_ok=True)
         if warn is not None:
             warn(f"cannot lock {directory} ({exc}): a second run writing there at the same time "
                  f"would not be detected.")

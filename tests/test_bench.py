@@ -411,3 +411,30 @@ def test_wait_runs_after_the_holder_and_only_what_it_did_not_record(tmp_path, mo
                                                  status="optimal", solver_version="the holder's")])
     waiting.join(60)
     assert [(r["repeat"], r["solver_version"]) for r in rows] == [(0, "the holder's"), (1, None)]
+
+
+def test_where_there_is_no_flock_the_run_goes_on_unlocked_after_a_warning(tmp_path, monkeypatch):
+    """Windows has no fcntl (mtl_opt claims Linux and macOS only), and a network file system may
+    refuse flock (ENOLCK): the lock degrades to a warning, not an error."""
+    import errno
+    import fcntl
+    from types import SimpleNamespace
+
+    from mtl_opt import outputs
+
+    said = []
+    monkeypatch.setattr(outputs, "fcntl", None)
+    with outputs.exclusive(tmp_path, warn=said.append):
+        assert os.listdir(tmp_path) == []
+    assert said == [f"cannot lock {tmp_path} on this platform (no fcntl.flock): a second run "
+                    f"writing there at the same time would not be detected."]
+
+    def refused(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(outputs, "fcntl", SimpleNamespace(flock=refused, LOCK_EX=fcntl.LOCK_EX,
+                                                          LOCK_NB=fcntl.LOCK_NB))
+    with outputs.exclusive(tmp_path, warn=said.append):
+        pass
+    assert said[-1] == (f"cannot lock {tmp_path} (No locks available): a second run writing there "
+                        f"at the same time would not be detected.")
+    assert os.listdir(tmp_path) == []
