@@ -60,7 +60,7 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=1, help="cells run at once on this machine (default 1)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the cells on this Dask scheduler (e.g. tcp://host:8786) instead")
-    parser.add_argument("--out", metavar="DIR", default="out/bench",
+    parser.add_argument("--out", metavar="OUT", default="out/bench",
                         help="directory of results.csv / results.jsonl / plots (default out/bench, "
                              "created if missing); '-' is refused: these are several files")
     parser.add_argument("--wait", action="store_true",
