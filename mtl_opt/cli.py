@@ -7,6 +7,7 @@ Errors become one line on stderr and an exit code (``ExitCode``, listed in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import sys
 import warnings
@@ -19,7 +20,7 @@ from .bench import command as bench_command
 from .collab import command as collab_command
 from .errors import (CapabilityError, InstanceFileError, InvalidDataError, InvalidParameterError,
                      MTLOptError, SolverError, SolverUnavailableError)
-from .outputs import atomic_path, check_output
+from .outputs import STDOUT, atomic_path, output_file, stdout_to_stderr
 
 
 class ExitCode(enum.IntEnum):
@@ -57,9 +58,14 @@ EPILOG = """exit codes:
        'interrupted'); a second Ctrl-C exits at once
   143  terminated (SIGTERM): the same
 
-output paths are checked before any work: missing directories are created; a
-directory, an input file or an unwritable place is an error (exit 2).  Files
-are written atomically: a failed write leaves the previous file intact."""
+output paths are checked before any work: missing directories are created; an
+input file, a device or an unwritable place is an error (exit 2).  A directory
+given for a file (one that exists, or a path ending in '/') receives the file
+under its default name: solve --out results/ writes results/<instance>.json.
+'-' is standard output where the output is one document (solve's JSON, export's
+model; the messages then go to stderr), and an error elsewhere (bench --out,
+--plot).  Files are written atomically: a failed write leaves the previous file
+intact."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,8 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
                                            "solve (sparse_mtl: the exact method that suits the instance)")
     solve.add_argument("--time-limit", type=finite_float, help="override [solve] time_limit (seconds)")
     solve.add_argument("--rel-gap", type=finite_float, help="override [solve] rel_gap")
-    solve.add_argument("--out", type=Path,
-                       help="where to write the JSON result (default: out/<instance name>.json)")
+    solve.add_argument("--out", metavar="PATH",
+                       help="where to write the JSON result (default: out/<instance name>.json); a "
+                            "directory (existing, or PATH ending in '/') gets <instance name>.json "
+                            "inside it; '-' writes the JSON to standard output, and the summary "
+                            "to stderr")
     solve.add_argument("--quiet", action="store_true", help="print nothing but errors")
     solve.add_argument("-v", "--verbose", action="store_true",
                        help="print the solver's progress as it goes: a row (time, incumbent, lower "
@@ -99,7 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check an instance file and its data without solving")
     validate.add_argument("instance", type=Path)
-    validate.add_argument("--out", type=Path, help="also check that a result can be written here")
+    validate.add_argument("--out", metavar="PATH",
+                          help="also check that 'solve --out PATH' could write its result, by "
+                               "solve's rule: a directory (existing, or PATH ending in '/') gets "
+                               "<instance name>.json; '-' (standard output) is accepted")
 
     export = commands.add_parser("export", help="write a sparse_mtl instance's MIQP or OA master as LP/MPS")
     export.add_argument("instance", type=Path)
@@ -107,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mps (default) or lp (the master only: SCIP's LP reader rejects the MIQP's)")
     export.add_argument("--model", choices=["miqp", "master"], default="miqp",
                         help="the Big-M MIQP, or the outer-approximation master with its first cuts")
-    export.add_argument("--out", type=Path, help="output file (default: out/<instance>.<model>.<format>)")
+    export.add_argument("--out", metavar="PATH",
+                        help="output file (default: out/<instance>.<model>.<format>); a directory "
+                             "(existing, or PATH ending in '/') gets <instance>.<model>.<format> "
+                             "inside it; '-' writes the model to standard output, and the "
+                             "message to stderr")
 
     commands.add_parser("solvers", help="list solver backends, versions and capabilities")
     collab_command.add_parser(commands)
@@ -169,24 +185,27 @@ def _solve(args) -> int:
         raise InvalidParameterError("solve: an instance file is required (or solve a shipped demo: "
                                     "mtl-opt demo NAME; mtl-opt demo lists them).")
     instance = load_instance(args.instance)
-    out = check_output(args.out or Path("out") / f"{args.instance.stem}.json", inputs=instance.files)
-    data = instance.load_data()
-    from .estimators import ESTIMATORS
-
-    # --verbose where there is a solver to watch (a method without one has no [solve] options)
-    verbose = args.verbose and "solve_options" in ESTIMATORS[instance.method].param_names()
-    estimator = instance.estimator(backend=args.backend, algorithm=args.algorithm,
-                                   time_limit=args.time_limit, rel_gap=args.rel_gap,
-                                   verbose=verbose or None)
-    instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
-    if not args.quiet:
-        params = {**instance.params, **({"algorithm": args.algorithm} if args.algorithm else {})}
-        changed = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
-        print(f"mtl-opt {__version__}  instance {args.instance}")
-        print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
-              f"parameters: {changed}\n")
+    out = output_file(args.out, f"{args.instance.stem}.json", inputs=instance.files, stdout=True)
+    # --out -: standard output holds the JSON alone; whatever else is printed goes to stderr
+    aside = stdout_to_stderr() if out is STDOUT else contextlib.nullcontext()
     try:
-        result = estimator.fit(data).result_
+        with aside:
+            data = instance.load_data()
+            from .estimators import ESTIMATORS
+
+            # --verbose where there is a solver to watch (a method without one has no [solve] options)
+            verbose = args.verbose and "solve_options" in ESTIMATORS[instance.method].param_names()
+            estimator = instance.estimator(backend=args.backend, algorithm=args.algorithm,
+                                           time_limit=args.time_limit, rel_gap=args.rel_gap,
+                                           verbose=verbose or None)
+            instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
+            if not args.quiet:
+                params = {**instance.params, **({"algorithm": args.algorithm} if args.algorithm else {})}
+                changed = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"
+                print(f"mtl-opt {__version__}  instance {args.instance}")
+                print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
+                      f"parameters: {changed}\n")
+            result = estimator.fit(data).result_
     except interrupts.FitInterrupted as stop:
         if stop.result is None:
             raise KeyboardInterrupt(f"{stop}; no result written") from None
@@ -194,11 +213,12 @@ def _solve(args) -> int:
         gap = stop.result.rel_gap
         raise KeyboardInterrupt(
             f"the best estimate and the bound proven by then ("
-            f"{'no bound' if gap is None else f'gap {100 * gap:.4g}%'}) are in {out}") from None
+            f"{'no bound' if gap is None else f'gap {100 * gap:.4g}%'}) were written to {out}") from None
     result.to_json(out)
     if not args.quiet:
-        print(f"{chr(10) if verbose else ''}{result.summary()}")
-        print(f"  {'Result':<12} {out}")
+        report = sys.stderr if out is STDOUT else sys.stdout
+        print(f"{chr(10) if verbose else ''}{result.summary()}", file=report)
+        print(f"  {'Result':<12} {out}", file=report)
     return ExitCode.OK
 
 
@@ -229,8 +249,8 @@ def _validate(args) -> int:
     from .instance import load_instance
 
     instance = load_instance(args.instance)
-    if args.out is not None:
-        check_output(args.out, inputs=instance.files)
+    if args.out is not None:   # where solve --out OUT would write, by the same rule
+        output_file(args.out, f"{args.instance.stem}.json", inputs=instance.files, stdout=True)
     data = instance.load_data()
     instance.check(instance.estimator(), data)
     print(f"{args.instance}: valid ({instance.method}, K={data.n_tasks} tasks, "
@@ -250,13 +270,15 @@ def _export(args) -> int:
         raise InvalidParameterError(
             "the MIQP cannot be exported as LP: Pyomo writes its quadratic terms as 'x ^ 2', which "
             "SCIP's LP reader rejects; use --format mps (or --model master for LP).")
-    out = check_output(args.out or Path("out") / f"{args.instance.stem}.{args.model}.{args.format}",
-                       inputs=instance.files)
-    model = estimator.pyomo_model(instance.load_data(), kind=args.model, normalized=False).model
+    out = output_file(args.out, f"{args.instance.stem}.{args.model}.{args.format}",
+                      inputs=instance.files, stdout=True)
     pyomo_format = {"lp": "cpxlp", "mps": "mps"}[args.format]
-    with atomic_path(out) as temporary:
-        model.write(str(temporary), format=pyomo_format, io_options={"symbolic_solver_labels": True})
-    print(f"wrote {out} ({args.model}, {args.format.upper()})")
+    with atomic_path(out) as temporary:   # STDOUT: copied there after the block, on its own
+        with stdout_to_stderr() if out is STDOUT else contextlib.nullcontext():
+            model = estimator.pyomo_model(instance.load_data(), kind=args.model, normalized=False).model
+            model.write(str(temporary), format=pyomo_format, io_options={"symbolic_solver_labels": True})
+    print(f"wrote {out} ({args.model}, {args.format.upper()})",
+          file=sys.stderr if out is STDOUT else sys.stdout)
     return ExitCode.OK
 
 

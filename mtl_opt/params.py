@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InvalidParameterError
+from .limits import MAX_HORIZON, MAX_REPEATS
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,9 @@ POSITIVE = [Interval(0, None, open_low=True)]
 NONNEGATIVE = [Interval(0, None)]
 POSITIVE_INT = [Interval(1, None, integer=True)]
 NONNEGATIVE_INT = [Interval(0, None, integer=True)]
+#: Bandit and collab counts, up to mtl_opt.limits' maxima (a horizon of 10^9 rounds runs for days).
+HORIZON = [Interval(1, MAX_HORIZON, integer=True, note="mtl_opt.limits.MAX_HORIZON")]
+REPEATS = [Interval(1, MAX_REPEATS, integer=True, note="mtl_opt.limits.MAX_REPEATS")]
 
 
 def validate(owner: str, params: Mapping, constraints: Mapping) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from .errors import InvalidParameterError
 
@@ -18,6 +19,26 @@ def pyplot():
     except ImportError:
         raise InvalidParameterError(_MISSING) from None
     return plt
+
+
+#: Why a plot cannot go to standard output ('-'), where bandit and collab print their table.
+NO_STDOUT = "the table is printed there, and a plot is a PNG image"
+
+
+def plot_target(flag: str | None, key: str | None, experiment: Path):
+    """Where ``mtl-opt bandit`` or ``collab`` draws its plot (None: nowhere): the ``--plot`` flag,
+    else the experiment file's ``[output] plot`` (relative to the file), by ``outputs.output_file``'s
+    rule (a directory gets ``<experiment>.png``; '-' is refused).  Checked, and matplotlib
+    loaded, before the run: a bad path or a missing extra costs nothing."""
+    from .outputs import output_file
+
+    if flag is None and key is None:
+        return None
+    target = output_file(flag if flag is not None else key, f"{Path(experiment).stem}.png",
+                         relative_to=None if flag is not None else Path(experiment).parent,
+                         inputs=[experiment], what="plot", stdout=NO_STDOUT)
+    pyplot()
+    return target
 
 
 def plot_progress(result, ax=None):

@@ -1,4 +1,9 @@
-"""Reading TOML configuration files strictly: a clear error for a missing or bad file or an unknown key."""
+"""Reading TOML configuration files strictly: a clear error for a missing or bad file or an unknown key.
+
+Every TOML file mtl_opt reads (instance files, which ``mtl-opt bench`` reads too; bandit and collab
+experiment files; the shipped demos) is read by ``read_toml``, as UTF-8 with an optional byte order
+mark: Windows editors (Notepad) start a UTF-8 file with one, which TOML itself does not allow.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from .errors import InstanceFileError
 def read_toml(path: Path, what: str) -> dict:
     """The parsed file; ``what`` names the kind of file in the error ("instance file", ...)."""
     try:
-        return tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))  # -sig: drops a BOM
     except FileNotFoundError:
         raise InstanceFileError(f"{what} {str(path)!r} does not exist.") from None
     except OSError as exc:  # a directory, no permission...
@@ -61,3 +66,15 @@ def read_tables(path: Path, command: str, optional: tuple = (), arrays: tuple = 
         if table not in raw:
             raise InstanceFileError(f"{path}: missing [{table}] table.")
     return raw
+
+
+def output_plot(path: Path, raw: dict) -> str | None:
+    """The ``plot`` key of an experiment file's optional ``[output]`` table (its one key), as
+    written: ``outputs.output_file`` resolves it, relative to the file (None: no plot)."""
+    output = raw.get("output", {})
+    only_keys(path, "[output]", output, {"plot"})
+    plot = output.get("plot")
+    if plot is not None and not isinstance(plot, str):
+        raise InstanceFileError(f"{path}: [output] plot must be a file name in quotes, e.g. "
+                                f"plot = \"curves.png\"; got plot = {plot!r}.")
+    return plot

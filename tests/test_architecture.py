@@ -13,7 +13,7 @@ from pathlib import Path
 import mtl_opt
 
 PACKAGE = Path(mtl_opt.__file__).parent
-STATUS_NAMES = {"optimal", "gap_limit", "time_limit", "iteration_limit", "heuristic", "infeasible",
+STATUS_NAMES = {"optimal", "gap_limit", "time_limit", "iteration_limit", "interrupted", "heuristic", "infeasible",
                 "unbounded", "error", "converged"}
 
 

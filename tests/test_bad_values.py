@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mtl_opt import resources
 from mtl_opt.bandits import config as bandit_config
 from mtl_opt.bandits.config import load_bandit_experiment
 from mtl_opt.bandits.linear_envs import ModelC
@@ -241,9 +242,17 @@ def test_bool_and_integer_data_are_still_accepted_exactly():
 # ------------------------------------------------------------ sizes and divergence
 
 
-def test_a_bandit_run_beyond_memory_is_refused_before_allocating():
-    with pytest.raises(InvalidParameterError, match=r"3 trials x \(1000000000000 rounds \+ 2 users\) .* TiB of memory"):
+def test_a_bandit_run_beyond_memory_is_refused_before_allocating(monkeypatch):
+    """A horizon beyond mtl_opt.limits is refused as such (issue 57); within it, the arrays are
+    checked against the memory available (here made small, so that no machine runs it)."""
+    with pytest.raises(InvalidParameterError, match=r"'horizon' parameter of run_bandit must be an "
+                                                    r"int in the range \[1, 1e\+06\]"):
         run_bandit(ModelC(d=3, s=1, M=2, K=2), OLSBandit(), 10**12, trials=3, progress=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(resources, "available_memory", lambda: 2**20)
+        with pytest.raises(InvalidParameterError,
+                           match=r"3 trials x \(1000000 rounds \+ 2 users\) .* MiB of memory"):
+            run_bandit(ModelC(d=3, s=1, M=2, K=2), OLSBandit(), 10**6, trials=3, progress=False)
     users = SyntheticGroups(n_users=10**12)  # its reset would allocate groups for every user
     with pytest.raises(InvalidParameterError, match=r"\(10 rounds \+ 1000000000000 users\)"):
         run_bandit(users, OLSBandit(), 10, progress=False)
@@ -257,11 +266,15 @@ def test_a_bandit_round_beyond_memory_is_refused_before_running():
         run_bandit(ModelC(d=1000, s=1, M=10**8, K=2), OLSBandit(), 10, progress=False)
 
 
-def test_a_collab_horizon_beyond_memory_is_refused_before_allocating():
+def test_a_collab_horizon_beyond_memory_is_refused_before_allocating(monkeypatch):
     system = gaussian_system(n_agents=3, dim=2, seed=0)
-    with pytest.raises(InvalidParameterError, match=r"1 runs x 1000000000000 steps .* TiB of memory"):
-        run_methods(system, {"independent": make_method("independent")}, horizon=10**12, alpha=0.01,
-                    runs=1, progress=False)
+    methods = {"independent": make_method("independent")}
+    with pytest.raises(InvalidParameterError, match=r"'horizon' parameter of run_methods must be an "
+                                                    r"int in the range \[1, 1e\+06\]"):
+        run_methods(system, methods, horizon=10**12, alpha=0.01, runs=1, progress=False)
+    monkeypatch.setattr(resources, "available_memory", lambda: 2**20)
+    with pytest.raises(InvalidParameterError, match=r"1 runs x 1000000 steps .* MiB of memory"):
+        run_methods(system, methods, horizon=10**6, alpha=0.01, runs=1, progress=False)
 
 
 def test_a_diverging_collab_method_is_named_with_its_agent_and_step():
@@ -345,7 +358,8 @@ def test_collab_with_a_diverging_step_size_stops_with_a_named_error(tmp_path):
     assert "nan" not in run.stdout
 
 
-def test_bandit_horizon_beyond_memory_is_refused_at_once(tmp_path):
+def test_bandit_horizon_beyond_its_maximum_is_refused_at_once(tmp_path):
     run = mtl_opt("bandit", INSTANCES / "molarb_model_c.toml", "--horizon", "1000000000000", "--quiet",
                   cwd=tmp_path)
-    assert_one_line_error(run, "(1000000000000 rounds + 20 users) of regret needs at least", "lower the horizon")
+    assert_one_line_error(run, "argument --horizon: must be a whole number from 1 to 1000000; got "
+                               "1000000000000")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli
 from tables import assert_same_csv
 from test_sparse import brute_force_optimum
 
@@ -252,13 +253,21 @@ def test_cli_writes_table_results_and_plots(tmp_path, capsys):
     (["{tiny}", "{tiny}"], "listed more than once; list each once (--repeats runs each cell"),
     (["{tiny}", "--time-limit", "-1"], "time_limit > 0"),
     ([], "at least one instance"),
+    (["{tiny}", "--repeats", "1e9"], "argument --repeats: must be a whole number from 1 to 1000; got 1e9"),
+    (["{tiny}", "--repeats", "0"], "argument --repeats: must be a whole number from 1 to 1000; got 0"),
+    (["{tiny}", "--time-limit", "10", "--hard-limit", "5"],
+     "the hard limit (5 s) is below the time limit (10 s); a cell is killed at the hard limit, so it "
+     "must be at least the time limit (default 2 x time limit + 30 = 50 s)."),
 ])
-def test_cli_bad_input_exits_with_invalid_input(args, message, capsys, tmp_path):
+def test_cli_bad_input_exits_with_invalid_input(args, message, tmp_path):
     """A fresh --out each (a fixed one, made by root, kept rows that let a later run skip its
-    cells, and with them the scheduler)."""
+    cells, and with them the scheduler).  Nothing is printed on stdout: the header waits for every
+    check (issue 57: --repeats 1e9 and a hard limit below the time limit were accepted)."""
     args = [a.format(tiny=LIB / "tiny_molar.toml") for a in args]
-    assert main(["bench", *args, "--out", str(tmp_path / "out")]) == ExitCode.INVALID_INPUT
-    assert message in capsys.readouterr().err
+    proc = run_cli("bench", *args, "--out", tmp_path / "out")
+    assert proc.returncode == ExitCode.INVALID_INPUT
+    assert message in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stdout == "" or "--scheduler" in args
     assert not (tmp_path / "out" / "results.jsonl").exists() or "--scheduler" in args
 
 
@@ -321,8 +330,111 @@ def test_library_covers_every_optimization_backed_family():
 
 @pytest.mark.parametrize("limits", [{"time_limit": math.nan}, {"time_limit": math.inf},
                                     {"time_limit": 1, "hard_limit": -1.0},
-                                    {"time_limit": 1, "hard_limit": math.nan}])
+                                    {"time_limit": 1, "hard_limit": math.nan},
+                                    {"time_limit": 10, "hard_limit": 9.5}])
 def test_plan_refuses_limits_that_are_not_finite_and_positive(limits):
-    """The API takes the same limits the CLI's finite-number flags do (a NaN limit ran cells unbounded)."""
+    """The API takes the same limits the CLI's finite-number flags do (a NaN limit ran cells
+    unbounded), and the hard limit is at least the time limit."""
     with pytest.raises(InvalidParameterError, match="limit"):
         runner.plan(GRID, resolve(["bcd"]), repeats=1, **limits)
+    runner.plan(GRID[:1], resolve(["bcd"]), repeats=1, time_limit=10, hard_limit=10)   # equal: fine
+
+
+@pytest.mark.parametrize("repeats", [0, 1001, 10**9])
+def test_plan_refuses_a_repeat_count_beyond_the_maximum_before_planning(repeats):
+    """--repeats 1000000000 built a billion cells and never started."""
+    with pytest.raises(InvalidParameterError, match="repeats from 1 to 1000"):
+        runner.plan(GRID, resolve(["bcd"]), repeats=repeats, time_limit=1)
+
+
+def _fake_cells(monkeypatch):
+    """``execute`` yields an optimal row per cell at once: the store, not the fits, is tested."""
+    def execute(cells, **_):
+        for c in cells:
+            yield runner._row(c.instance, c.method, c.solver, c.repeat, c.time_limit,
+                              status="optimal", objective=1.0, lower_bound=1.0, time_s=0.1)
+    monkeypatch.setattr(runner, "execute", execute)
+
+
+def test_a_run_stopped_in_the_middle_of_a_write_leaves_both_result_files_whole(tmp_path, monkeypatch):
+    """Rows were appended line by line, so a kill in the middle of a write left a row cut short.
+    Both files are now rewritten and renamed over the old ones (results.jsonl first), so each is
+    whole at every moment; the next run, holding the lock, removes the dead writer's temporary."""
+    _fake_cells(monkeypatch)
+    grid = dict(time_limit=5, out=tmp_path)
+    run_bench([GRID[1]], resolve(["median-sort"]), repeats=2, **grid)
+    table = (tmp_path / "results.csv").read_bytes()
+    writerows, calls = csv.DictWriter.writerows, []
+
+    def cut_short(self, rows):   # the table's second rewrite (a new row) dies after one row
+        calls.append(1)
+        rows = list(rows)
+        if len(calls) < 2:
+            return writerows(self, rows)
+        self.writerow(rows[0])
+        raise KeyboardInterrupt
+    monkeypatch.setattr(csv.DictWriter, "writerows", cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        run_bench([GRID[1]], resolve(["median-sort"]), repeats=3, **grid)
+    assert (tmp_path / "results.csv").read_bytes() == table   # the two rows before, whole
+    assert [r["repeat"] for r in ResultStore(tmp_path).load(warn=pytest.fail)] == [0, 1, 2]
+    assert sorted(os.listdir(tmp_path)) == ["results.csv", "results.jsonl"]   # lock released
+    monkeypatch.setattr(csv.DictWriter, "writerows", writerows)
+    (tmp_path / ".results.csv.k1ll3d.csv").write_text("instance,solv")   # as SIGKILL leaves it
+    rows = run_bench([GRID[1]], resolve(["median-sort"]), repeats=3, **grid)
+    assert [r["repeat"] for r in rows] == [0, 1, 2]
+    with open(tmp_path / "results.csv") as fh:
+        assert [int(r["repeat"]) for r in csv.DictReader(fh)] == [0, 1, 2]
+    assert sorted(os.listdir(tmp_path)) == ["results.csv", "results.jsonl"]
+
+
+def test_wait_runs_after_the_holder_and_only_what_it_did_not_record(tmp_path, monkeypatch):
+    """In one process too (the API): a second run_bench on a locked out is refused, or waits."""
+    import threading
+
+    from mtl_opt.errors import OutputError
+    from mtl_opt.outputs import exclusive
+
+    _fake_cells(monkeypatch)
+    grid = dict(time_limit=5, out=tmp_path)
+    with exclusive(tmp_path):
+        with pytest.raises(OutputError, match="is in use by another process"):
+            run_bench([GRID[1]], resolve(["median-sort"]), repeats=2, **grid)
+        said, rows = [], []
+        waiting = threading.Thread(target=lambda: rows.extend(run_bench(
+            [GRID[1]], resolve(["median-sort"]), repeats=2, wait=True, warn=said.append, **grid)))
+        waiting.start()
+        while not said and waiting.is_alive():
+            waiting.join(0.05)
+        assert said and "waiting for it to finish" in said[0] and not rows
+        ResultStore(tmp_path).write([runner._row(GRID[1], "molar", "median-sort", 0, 5.0,
+                                                 status="optimal", solver_version="the holder's")])
+    waiting.join(60)
+    assert [(r["repeat"], r["solver_version"]) for r in rows] == [(0, "the holder's"), (1, None)]
+
+
+def test_where_there_is_no_flock_the_run_goes_on_unlocked_after_a_warning(tmp_path, monkeypatch):
+    """Windows has no fcntl (mtl_opt claims Linux and macOS only), and a network file system may
+    refuse flock (ENOLCK): the lock degrades to a warning, not an error."""
+    import errno
+    import fcntl
+    from types import SimpleNamespace
+
+    from mtl_opt import outputs
+
+    said = []
+    monkeypatch.setattr(outputs, "fcntl", None)
+    with outputs.exclusive(tmp_path, warn=said.append):
+        assert os.listdir(tmp_path) == []
+    assert said == [f"cannot lock {tmp_path} on this platform (no fcntl.flock): a second run "
+                    f"writing there at the same time would not be detected."]
+
+    def refused(fd, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(outputs, "fcntl", SimpleNamespace(flock=refused, LOCK_EX=fcntl.LOCK_EX,
+                                                          LOCK_NB=fcntl.LOCK_NB))
+    with outputs.exclusive(tmp_path, warn=said.append):
+        pass
+    assert said[-1] == (f"cannot lock {tmp_path} (No locks available): a second run writing there "
+                        f"at the same time would not be detected.")
+    assert os.listdir(tmp_path) == []

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import run_cli
 
 from mtl_opt.result import FitResult
 
@@ -99,7 +100,6 @@ def test_bad_output_paths_fail_before_any_work_and_leave_the_inputs_alone(tmp_pa
     unwritable = Path("/proc")  # no process, not even root's, can create a file there
     cases = [
         ("solve", molar, "--out", unwritable / "r.json"),
-        ("solve", molar, "--out", tmp_path),
         ("solve", molar, "--out", tmp_path / "tiny_molar.csv"),
         ("validate", molar, "--out", unwritable / "r.json"),
         ("export", sparse, "--out", sparse),
@@ -248,11 +248,20 @@ def test_ctrl_c_stops_the_bench_keeps_finished_rows_and_exits_130(tmp_path):
     assert [(Path(r["instance"]).stem, r["status"]) for r in rows] == [("tiny_armul_vanilla", "optimal")]
 
 
-def test_a_killed_bench_takes_its_running_cell_along(tmp_path):
+def test_a_killed_bench_takes_its_running_cell_along_and_releases_its_lock(tmp_path):
+    from mtl_opt.outputs import exclusive
+
     proc, cells = _bench_until_a_cell_runs(tmp_path)
+    with pytest.raises(OSError, match="is in use by another process"):   # held while it runs
+        with exclusive(tmp_path / "out"):
+            pass
     proc.kill()
     proc.communicate(timeout=60)
     assert _gone(cells, within=10)
+    with exclusive(tmp_path / "out"):   # SIGKILL ran no cleanup: the kernel released the flock
+        pass
+    with open(tmp_path / "out" / "results.csv") as fh:   # whole: its header, no row cut short
+        assert next(csv.reader(fh))[0] == "instance" and list(fh) == []
 
 
 def test_resume_drops_and_reports_cut_and_foreign_lines_and_runs_only_what_is_missing(tmp_path):
@@ -366,3 +375,191 @@ def test_ctrl_c_inside_a_scip_solve_stops_the_fit_with_exit_130(tmp_path):
     result = FitResult.from_json((tmp_path / "r.json").read_text())
     assert result.status == "interrupted" and str(tmp_path / "r.json") in err
     assert result.lower_bound is None or result.lower_bound <= result.objective
+
+
+# --- issue 57: one rule for a directory and for '-', in every command that writes a file ----------
+
+BANDIT, COLLAB = ROOT / "instances" / "molarb_model_c.toml", ROOT / "instances" / "affpcl_synthetic.toml"
+SHORT = {"bandit": ("--horizon", 20, "--trials", 1, "--quiet"),
+         "collab": ("--horizon", 20, "--runs", 1, "--quiet")}
+
+
+def _file_commands(tmp_path):
+    """(command and its arguments but --out/--plot, the flag, the file's default name) of every
+    command that writes one file."""
+    molar, sparse = copy_instance("tiny_molar", tmp_path), copy_instance("tiny_sparse_l0l2", tmp_path)
+    return [(("solve", molar, "--quiet"), "--out", "tiny_molar.json"),
+            (("validate", molar), "--out", "tiny_molar.json"),
+            (("export", sparse), "--out", "tiny_sparse_l0l2.miqp.mps"),
+            (("bandit", BANDIT, *SHORT["bandit"]), "--plot", "molarb_model_c.png"),
+            (("collab", COLLAB, *SHORT["collab"]), "--plot", "affpcl_synthetic.png")]
+
+
+def test_a_directory_for_an_output_file_receives_it_under_its_default_name(tmp_path):
+    """``--out newdir/`` wrote a file named newdir, and an existing directory was refused in some
+    commands: a directory (existing, or a path ending in '/') now gets the file named after the
+    input, in solve, validate (which checks, writing nothing), export and bandit/collab --plot."""
+    pytest.importorskip("matplotlib")
+    for args, flag, name in _file_commands(tmp_path):
+        new, existing = tmp_path / f"new_{args[0]}", tmp_path / f"existing_{args[0]}"
+        existing.mkdir()
+        for target in (f"{new}/", existing):
+            proc = run_cli(*args, flag, target)
+            assert proc.returncode == 0, (args, proc.stderr)
+            written = sorted(os.listdir(target))
+            assert written == ([] if args[0] == "validate" else [name]), (args, written)
+        assert new.is_dir()   # made by the check, before any work (validate included)
+    assert not (tmp_path / "new_solve" / "tiny_molar.json").is_dir()
+    assert FitResult.from_json(tmp_path / "new_solve" / "tiny_molar.json").method == "molar"
+
+
+def test_an_experiment_files_plot_key_follows_the_same_rule(tmp_path):
+    pytest.importorskip("matplotlib")
+    for command, source in (("bandit", BANDIT), ("collab", COLLAB)):
+        experiment = tmp_path / source.name
+        experiment.write_text(source.read_text() + '\n[output]\nplot = "figures/"\n')
+        proc = run_cli(command, experiment, *SHORT[command])
+        assert proc.returncode == 0, proc.stderr
+        assert os.listdir(tmp_path / "figures") == [f"{source.stem}.png"]   # beside the file
+        os.remove(tmp_path / "figures" / f"{source.stem}.png")
+        experiment.write_text(source.read_text() + '\n[output]\nplot = 3\n')
+        assert "[output] plot must be a file name in quotes" in one_line_error(
+            *_outcome(run_cli(command, experiment, *SHORT[command])))
+
+
+def _outcome(proc):
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_dash_is_standard_output_where_the_output_is_one_document(tmp_path):
+    """``--out -`` wrote a file named '-'.  solve writes its JSON there (stdout holds the JSON
+    alone: the summary goes to stderr), export its model; validate accepts it; nothing is
+    written to the working directory."""
+    molar, sparse = copy_instance("tiny_molar", tmp_path), copy_instance("tiny_sparse_l0l2", tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    solve = run_cli("solve", molar, "--out", "-", cwd=tmp_path)
+    assert solve.returncode == 0, solve.stderr
+    assert FitResult.from_json(solve.stdout).method == "molar"   # stdout is one JSON document
+    assert "Status       optimal" in solve.stderr and "Result       standard output" in solve.stderr
+    quiet = run_cli("solve", molar, "--out", "-", "--quiet", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert FitResult.from_json(quiet.stdout).objective == FitResult.from_json(solve.stdout).objective
+    export = run_cli("export", sparse, "--out", "-", cwd=tmp_path)
+    assert export.returncode == 0, export.stderr
+    assert export.stdout.startswith(("NAME", "*")) and "ENDATA" in export.stdout
+    assert export.stderr.startswith("wrote standard output (miqp, MPS)")
+    validate = run_cli("validate", molar, "--out", "-", cwd=tmp_path)
+    assert validate.returncode == 0 and "valid" in validate.stdout, validate.stderr
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_dash_is_refused_in_one_line_where_the_output_cannot_be_standard_output(tmp_path):
+    """A plot (a PNG, beside the table on stdout) and bench's directory of files."""
+    molar = copy_instance("tiny_molar", tmp_path)
+    cases = {("bandit", BANDIT, *SHORT["bandit"], "--plot", "-"): "the table is printed there",
+             ("collab", COLLAB, *SHORT["collab"], "--plot", "-"): "the table is printed there",
+             ("bench", molar, "--solvers", "median-sort", "--out", "-"): "several files"}
+    for args, reason in cases.items():
+        message = one_line_error(*_outcome(run_cli(*args, cwd=tmp_path)))
+        assert "cannot be standard output ('-')" in message and reason in message, message
+    assert not (tmp_path / "-").exists()
+
+
+def test_dash_keeps_the_progress_rows_and_a_native_solver_log_off_standard_output(tmp_path):
+    """A real process: SCIP's own log is written by C code to descriptor 1, which the CLI points
+    at stderr while it works; stdout is still the JSON alone."""
+    sparse = copy_instance("tiny_sparse_l0l2", tmp_path)
+    loud = tmp_path / "loud.toml"
+    loud.write_text(sparse.read_text().replace("[solve]", 'algorithm = "miqp"\n\n[solve]\nbackend = "scip"')
+                    + '\n[solve.solver_options]\n"display/verblevel" = 4\n')
+    (rc, out, err), = run_all(("solve", loud, "--verbose", "--out", "-"), cwd=tmp_path)
+    assert rc == 0, err
+    assert FitResult.from_json(out).status == "optimal"
+    assert "presolving" in err and "lower bound" in err   # SCIP's log and mtl_opt's rows
+    assert sorted(os.listdir(tmp_path)) == ["loud.toml", "tiny_sparse_a.csv", "tiny_sparse_l0l2.toml"]
+
+
+@pytest.mark.parametrize("args, maximum", [
+    (("bandit", BANDIT, "--horizon", "1e9"), 10**6), (("bandit", BANDIT, "--trials", 0), 1000),
+    (("collab", COLLAB, "--runs", 1001), 1000), (("collab", COLLAB, "--horizon", "2.5"), 10**6),
+])
+def test_count_flags_beyond_their_documented_maximum_are_one_line_errors(args, maximum):
+    """A count flag is bounded (mtl_opt.limits, stated in --help), not a run for days."""
+    flag, value = args[-2:]
+    assert (f"argument {flag}: must be a whole number from 1 to {maximum}; got {value}"
+            in one_line_error(*_outcome(run_cli(*args))))
+    assert f"1 to {maximum})" in " ".join(run_cli(args[0], "--help").stdout.split())
+
+
+@pytest.mark.parametrize("command, source, line, phrase", [
+    ("bandit", BANDIT, "horizon = 1000", "The 'horizon' parameter of run_bandit must be an int in the range [1, 1e+06]"),
+    ("bandit", BANDIT, "trials = 3", "The 'trials' parameter of run_bandit must be an int in the range [1, 1000]"),
+    ("collab", COLLAB, "runs = 10", "The 'runs' parameter of run_methods must be an int in the range [1, 1000]"),
+])
+def test_counts_in_experiment_files_have_the_same_maximum(tmp_path, command, source, line, phrase):
+    key = line.split(" =")[0]
+    experiment = tmp_path / source.name
+    experiment.write_text(source.read_text().replace(line, f"{key} = 1000000000"))
+    message = one_line_error(*_outcome(run_cli(command, experiment, "--quiet")))
+    assert f"{experiment}: [run]: {phrase}" in message and "got 1000000000" in message
+
+
+def test_a_count_flag_takes_a_whole_number_in_exponent_form():
+    proc = run_cli("bandit", BANDIT, "--horizon", "2e1", "--trials", 1, "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 trials x 20 rounds" in proc.stdout
+
+
+
+# --- issue 57: one bench at a time on an --out ----------------------------------------------------
+
+def _bench_rows(out: Path):
+    """The keys of results.jsonl's rows and of results.csv's, in file order."""
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    with open(out / "results.csv") as fh:
+        table = list(csv.DictReader(fh))
+    return ([(r["instance"], r["solver"], int(r["repeat"])) for r in rows],
+            [(r["instance"], r["solver"], int(r["repeat"])) for r in table])
+
+
+def test_a_bench_on_an_out_another_bench_holds_exits_2_and_touches_nothing(tmp_path):
+    from mtl_opt.outputs import exclusive
+
+    molar, out = copy_instance("tiny_molar", tmp_path), tmp_path / "out"
+    out.mkdir()
+    (out / "results.jsonl").write_text("rows of the run that holds the lock\n")
+    with exclusive(out):   # as a running bench holds it
+        rc, stdout, err = _outcome(run_cli("bench", molar, "--solvers", "median-sort", "--out", out))
+    assert one_line_error(rc, stdout, err) == (
+        f"mtl-opt: error: {out} is in use by another process (pid {os.getpid()}); one mtl-opt bench "
+        f"at a time writes its results there: wait for it to finish, run with --wait to wait for "
+        f"it, or choose another --out.\n")
+    assert os.listdir(out) == ["results.jsonl"]   # no row, no lock file left: the holder's is gone
+    assert (out / "results.jsonl").read_text() == "rows of the run that holds the lock\n"
+
+
+def test_concurrent_benches_on_one_out_record_every_cell_once(tmp_path):
+    """Two concurrent runs on one --out recorded 60 rows, 15 keys twice.  Here two real
+    processes run with --wait while this test holds the lock, so both are past their checks and
+    contending when it is released: one runs the grid, the other waits for it and then finds
+    every cell recorded.  Every cell runs once, and each file holds each row once."""
+    from mtl_opt.outputs import exclusive
+
+    molar, out = copy_instance("tiny_molar", tmp_path), tmp_path / "out"
+    out.mkdir()
+    args = ("bench", molar, "--solvers", "median-sort", "--repeats", 2, "--time-limit", 30,
+            "--out", f"{out}/", "--wait")
+    with exclusive(out):
+        procs = [start(*args) for _ in range(2)]
+        for proc in procs:   # each says it waits (its first line on stderr that is about OUT)
+            line = next((line for line in iter(proc.stderr.readline, "") if str(out) in line), "")
+            assert line == (f"mtl-opt: warning: {out} is in use by another process (pid "
+                            f"{os.getpid()}); waiting for it to finish.\n"), line
+    outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], outputs
+    ran = [line for stdout, _ in outputs for line in stdout.splitlines() if "median-sort #" in line]
+    assert len(ran) == 2, ran   # two cells, each run by one of the two processes
+    expected = [(str(molar), "median-sort", repeat) for repeat in (0, 1)]
+    jsonl, table = _bench_rows(out)
+    assert sorted(jsonl) == sorted(table) == expected   # nothing lost, nothing twice
+    assert sorted(os.listdir(out)) == ["results.csv", "results.jsonl"]   # no lock, no temporary

@@ -201,7 +201,11 @@ def test_from_csv_feature_subset_and_task_order(tmp_path):
         ("task,y,x\nA,1,2\n", {"features": ["x", "y"]}, "'y' is the response column"),
         ("task,y,x\nA,1,2\n", {"features": ["task", "x"]}, "'task' is the task column"),
         ("task,y,x,x\nA,1,2,3\n", {}, "line 1: column 'x' appears twice"),
-        ("task,y\nA,1\n", {}, "no feature columns"),
+        ("task,y\nA,1\n", {}, "no column is left for features"),
+        ("task,y,x\nA,1,2\n", {"features": []},   # not "the header lacks feature columns"
+         r"features is an empty list, which selects no column.*besides task and response are \['x'\]"),
+        ("task,y\nA,1\n", {"features": []}, r"features is an empty list.*least one feature: list"),
+        ("task,y,x\nA,1,2\n", {"features": 3}, "features must be a list of column names; got 3"),
     ],
 )
 def test_from_csv_errors(tmp_path, text, kwargs, phrase):

@@ -337,3 +337,46 @@ def test_cli_algorithm_override_runs_a_certified_solve(tmp_path):
                    f'[method]\nname = "ols"\n')
     proc = run_cli("solve", ols, "--algorithm", "exact", "--out", tmp_path / "o.json")
     assert proc.returncode == ExitCode.INVALID_INPUT and "one algorithm" in proc.stderr
+
+
+# --- issue 57: files and flags a user tried -----------------------------------------------------
+
+BOM = "\ufeff"   # what Notepad writes first in a UTF-8 file; TOML itself does not allow it
+ROOT = DEMO.parent.parent
+LIB = ROOT / "instances" / "library"
+
+
+@pytest.mark.parametrize("command", ["validate", "bench", "bandit", "collab"])
+def test_toml_files_that_start_with_a_byte_order_mark_are_read(tmp_path, command):
+    """Every kind of TOML file (an instance file, which bench reads too; bandit and collab
+    experiment files) was 'Invalid statement' with a BOM: read_toml reads them as utf-8-sig."""
+    source = {"validate": LIB / "tiny_molar.toml", "bench": LIB / "tiny_molar.toml",
+              "bandit": ROOT / "instances" / "molarb_model_c.toml",
+              "collab": ROOT / "instances" / "affpcl_synthetic.toml"}[command]
+    path = tmp_path / source.name
+    path.write_text(BOM + source.read_text().replace('path = "', f'path = "{source.parent}/'),
+                    encoding="utf-8")
+    assert path.read_bytes()[:3] == b"\xef\xbb\xbf"
+    extra = {"validate": [], "bench": ["--solvers", "median-sort", "--out", tmp_path / "b", "--quiet"],
+             "bandit": ["--horizon", 20, "--trials", 1, "--quiet"],
+             "collab": ["--horizon", 20, "--runs", 1, "--quiet"]}[command]
+    proc = run_cli(command, path, *extra)
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    assert "Invalid statement" not in proc.stderr and "not valid TOML" not in proc.stderr
+
+
+def test_an_empty_features_list_is_refused_as_such(tmp_path):
+    """``features = []`` selected no column, and the error said the header had no feature
+    columns although it had two; an explicit empty list is now invalid input, named as such."""
+    path = _csv_instance(tmp_path, "task,y,x0,x1\na,1,2,3\na,2,3,5\nb,1,1,2\nb,3,3,1\n")
+    path.write_text(path.read_text().replace('response = "y"\n', 'response = "y"\nfeatures = []\n'))
+    for command in ("validate", "solve"):
+        proc = run_cli(command, path, "--out", tmp_path / "r.json")
+        assert proc.returncode == ExitCode.INVALID_INPUT and proc.stderr.count("\n") == 1, proc.stderr
+        assert "features is an empty list, which selects no column" in proc.stderr
+        assert "['x0', 'x1']" in proc.stderr and "leave features out" in proc.stderr
+        assert "header" not in proc.stderr
+    assert not (tmp_path / "r.json").exists()
+    path.write_text(path.read_text().replace("features = []", "features = 3"))
+    proc = run_cli("validate", path)   # was a TypeError traceback (exit 1)
+    assert proc.returncode == ExitCode.INVALID_INPUT and "features must be a list" in proc.stderr

@@ -170,6 +170,8 @@ def test_from_frame_refuses_missing_and_text_columns(frame):
         MultiTaskData.from_frame(frame, task="region")
     with pytest.raises(InvalidDataError, match="not numeric"):
         MultiTaskData.from_frame(frame.assign(age=frame["age"].astype(str)), task="site")
+    with pytest.raises(InvalidDataError, match="the DataFrame: features is an empty list"):
+        MultiTaskData.from_frame(frame, task="site", features=[])   # as from_csv (was 0 columns of X)
 
 
 @pytest.mark.parametrize("est", [MOLAR(), SparseMTL(s=2), ARMUL(), PooledOLS()], ids=repr)

@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 
 from .. import __version__
+from ..argtypes import count
+from ..limits import MAX_HORIZON, MAX_REPEATS
 
 
 def add_parser(subcommands) -> argparse.ArgumentParser:
@@ -16,26 +18,28 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "bandit", help="run a contextual bandit experiment (MOLARB, Meta-Ban and baselines)")
     parser.add_argument("experiment", type=Path, help="experiment file (TOML)")
-    parser.add_argument("--horizon", type=int, help="override [run] horizon (rounds)")
-    parser.add_argument("--trials", type=int, help="override [run] trials")
+    parser.add_argument("--horizon", type=count(MAX_HORIZON),
+                        help=f"override [run] horizon (rounds, 1 to {MAX_HORIZON})")
+    parser.add_argument("--trials", type=count(MAX_REPEATS),
+                        help=f"override [run] trials (1 to {MAX_REPEATS})")
     parser.add_argument("--seed", type=int, help="override [run] seed")
-    parser.add_argument("--plot", type=Path, help="write the regret curves to this PNG (needs matplotlib)")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write the regret curves to this PNG (needs matplotlib; overrides [output] "
+                             "plot); a directory (existing, or PATH ending in '/') gets "
+                             "<experiment>.png inside it; '-' is refused (the table goes to stdout)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
 def run(args) -> int:
     """Run ``args.experiment``; print the setup and the table of final cumulative regrets."""
-    from ..outputs import atomic_path, check_output
-    from ..plotting import pyplot
+    from ..outputs import atomic_path
+    from ..plotting import plot_target
     from .config import load_bandit_experiment
     from .runner import plot_regret
 
     experiment = load_bandit_experiment(args.experiment)
-    target = args.plot or experiment.plot
-    if target is not None:  # a bad plot path or a missing matplotlib is found before the run
-        check_output(target, inputs=[args.experiment], what="plot")
-        pyplot()
+    target = plot_target(args.plot, experiment.plot, args.experiment)  # checked before the run
     result = experiment.execute(progress=not args.quiet, horizon=args.horizon,
                                 trials=args.trials, seed=args.seed)
     env = experiment.environment

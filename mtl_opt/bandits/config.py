@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
-from ..tomlfile import only_keys, read_tables
+from ..tomlfile import only_keys, output_plot, read_tables
 from .base import Environment, Policy
 from .registry import ENVIRONMENTS, POLICIES, build
 from .runner import BanditResult, run_bandit
@@ -41,7 +41,7 @@ class BanditExperiment:
     environment: Environment
     policies: list[Policy]
     run: dict
-    plot: Path | None = None
+    plot: str | None = None     # [output] plot as written, relative to the file
 
     def execute(self, *, progress: bool = True, **overrides) -> BanditResult:
         """Run the policies; ``overrides`` replace [run] keys (None means keep the file's)."""
@@ -79,7 +79,4 @@ def load_bandit_experiment(path: str | Path) -> BanditExperiment:
     only_keys(path, "[run]", raw["run"], RUN_KEYS)
     if "horizon" not in raw["run"]:
         raise InstanceFileError(f"{path}: [run] needs horizon = <number of rounds>.")
-    output = raw.get("output", {})
-    only_keys(path, "[output]", output, {"plot"})
-    return BanditExperiment(path, environment, policies, dict(raw["run"]),
-                            path.parent / output["plot"] if "plot" in output else None)
+    return BanditExperiment(path, environment, policies, dict(raw["run"]), output_plot(path, raw))

@@ -18,7 +18,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
-from ..params import BOOLEAN, NONNEGATIVE_INT, POSITIVE_INT, validate_params
+from ..params import BOOLEAN, HORIZON, NONNEGATIVE_INT, REPEATS, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .base import Environment, Policy
@@ -86,7 +86,7 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int,
     return regret, user_regret, time.perf_counter() - start
 
 
-@validate_params({"horizon": POSITIVE_INT, "trials": POSITIVE_INT, "seed": NONNEGATIVE_INT, "progress": [BOOLEAN]})
+@validate_params({"horizon": HORIZON, "trials": REPEATS, "seed": NONNEGATIVE_INT, "progress": [BOOLEAN]})
 def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, seed: int = 0, *,
                trials: int = 1, progress: bool = True) -> BanditResult:
     """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``."""

@@ -11,14 +11,18 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..argtypes import finite_float
+from ..argtypes import count, finite_float
+from ..limits import MAX_REPEATS
 
 EPILOG = """Every cell (instance x solver x repeat) runs in its own process, killed after
---hard-limit seconds (default 2 x time limit + 30).  Finished cells are appended
-to OUT/results.csv and OUT/results.jsonl at once; running again with the same
-OUT skips the cells already recorded (--fresh starts over, --retry-crashed
-runs crashed cells again).  Solvers that do not
-apply to an instance are recorded as not_applicable.
+--hard-limit seconds (default 2 x time limit + 30; never below the time limit).
+Each finished cell is recorded at once in OUT/results.csv and OUT/results.jsonl,
+both rewritten atomically, so an interrupted run leaves them whole; running
+again with the same OUT skips the cells already recorded (--fresh starts over,
+--retry-crashed runs crashed cells again).  One bench at a time writes to an
+OUT (a lock, OUT/.results.lock, released however the run ends): another run on
+it exits 2, or with --wait waits for it and then runs only what is missing.
+Solvers that do not apply to an instance are recorded as not_applicable.
 
 solvers:"""
 
@@ -49,13 +53,19 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
     parser.add_argument("--time-limit", type=finite_float, default=60.0,
                         help="each solver's own time limit in seconds (default 60)")
     parser.add_argument("--hard-limit", type=finite_float,
-                        help="kill a cell after this many seconds (default 2 x time limit + 30)")
-    parser.add_argument("--repeats", type=int, default=1, help="runs per instance and solver (default 1)")
+                        help="kill a cell after this many seconds (default 2 x time limit + 30; "
+                             "at least the time limit)")
+    parser.add_argument("--repeats", type=count(MAX_REPEATS), default=1,
+                        help=f"runs per instance and solver (default 1, at most {MAX_REPEATS})")
     parser.add_argument("--jobs", type=int, default=1, help="cells run at once on this machine (default 1)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="run the cells on this Dask scheduler (e.g. tcp://host:8786) instead")
-    parser.add_argument("--out", type=Path, default=Path("out/bench"),
-                        help="directory of results.csv / results.jsonl / plots (default out/bench)")
+    parser.add_argument("--out", metavar="OUT", default="out/bench",
+                        help="directory of results.csv / results.jsonl / plots (default out/bench, "
+                             "created if missing); '-' is refused: these are several files")
+    parser.add_argument("--wait", action="store_true",
+                        help="if another bench is writing to OUT, wait for it to finish, then run "
+                             "the cells it did not record (default: exit 2 at once)")
     parser.add_argument("--fresh", action="store_true", help="discard the results already in OUT")
     parser.add_argument("--retry-crashed", action="store_true",
                         help="run the cells recorded as crashed in OUT again")
@@ -70,7 +80,7 @@ def run(args) -> int:
     """Run the benchmark grid; print progress, the table and where the results are."""
     from ..errors import InvalidParameterError
     from ..instance import load_instance
-    from ..outputs import atomic_path, check_output
+    from ..outputs import atomic_path, check_output, output_directory
     from .runner import format_table, run_bench
     from .solvers import resolve
 
@@ -81,26 +91,32 @@ def run(args) -> int:
         raise InvalidParameterError("mtl-opt bench needs at least one instance file.")
     solvers = resolve(None if args.solvers is None else [s.strip() for s in args.solvers.split(",")])
     inputs = [file for path in args.instances for file in load_instance(path).files]
-    plots = [args.out / "profile.png", args.out / "gap_time.png"] if args.plot else []
-    for path in [args.out / "results.csv", args.out / "results.jsonl", *plots]:
+    out = output_directory(args.out, what="bench output directory",
+                           why_not_stdout="bench writes several files there (results.csv, "
+                                          "results.jsonl, plots)")
+    plots = [out / "profile.png", out / "gap_time.png"] if args.plot else []
+    for path in [out / "results.csv", out / "results.jsonl", *plots]:
         check_output(path, inputs=inputs)
     if args.plot:
         from ..plotting import pyplot
 
         pyplot()  # a missing matplotlib is reported before the run, not after it
-    if not args.quiet:
+
+    def start(total: int):   # the header once every check passed and OUT is ours: the run starts
         print(f"mtl-opt {__version__}  bench: {len(args.instances)} instance(s) x {len(solvers)} "
               f"solver(s) x {args.repeats} repeat(s), time limit {args.time_limit:g} s"
-              + (f", scheduler {args.scheduler}" if args.scheduler else f", jobs {args.jobs}"))
+              + (f", scheduler {args.scheduler}" if args.scheduler else f", jobs {args.jobs}"),
+              flush=True)
+        return cell_progress(total)
 
     rows = run_bench(args.instances, solvers, time_limit=args.time_limit, repeats=args.repeats,
-                     jobs=args.jobs, scheduler=args.scheduler, out=args.out, hard_limit=args.hard_limit,
-                     fresh=args.fresh, retry_crashed=args.retry_crashed,
-                     progress=None if args.quiet else cell_progress,
-                     warn=lambda text: print(f"mtl-opt: warning: {text}", file=sys.stderr))
+                     jobs=args.jobs, scheduler=args.scheduler, out=out, hard_limit=args.hard_limit,
+                     fresh=args.fresh, retry_crashed=args.retry_crashed, wait=args.wait,
+                     progress=None if args.quiet else start,
+                     warn=lambda text: print(f"mtl-opt: warning: {text}", file=sys.stderr, flush=True))
     print()
     print(format_table(rows, markdown=args.markdown))
-    print(f"\n  Results  {args.out / 'results.csv'}, {args.out / 'results.jsonl'}")
+    print(f"\n  Results  {out / 'results.csv'}, {out / 'results.jsonl'}")
     if args.plot:
         from .plots import plot_gap_time, plot_profile
 
@@ -119,16 +135,16 @@ def cell_progress(total: int):
     from tqdm import tqdm
 
     bar = tqdm(total=total, unit="cell", disable=total == 0 or not sys.stderr.isatty(), leave=False)
-    start, count = time.monotonic(), 0
+    start, n_done = time.monotonic(), 0
 
     def finished(row):
-        nonlocal count
-        count += 1
-        eta = (time.monotonic() - start) / count * (total - count)
+        nonlocal n_done
+        n_done += 1
+        eta = (time.monotonic() - start) / n_done * (total - n_done)
         bar.update()
-        bar.write(f"  [{count}/{total}, eta {tqdm.format_interval(eta)}] {Path(row['instance']).stem} / "
+        bar.write(f"  [{n_done}/{total}, eta {tqdm.format_interval(eta)}] {Path(row['instance']).stem} / "
                   f"{row['solver']} #{row['repeat']}: {row['status']}"
                   + (f" in {row['time_s']:.3g} s" if row["time_s"] is not None else ""), file=sys.stdout)
-        if count == total:
+        if n_done == total:
             bar.close()
     return finished

@@ -3,17 +3,21 @@
 A cell is one fit, run by ``run_cell`` in a child process (``mtl_opt.bench.cell``)
 that is killed at a hard wall-clock limit.  Cells run in local threads through
 joblib (each thread only waits on its child process) or on a Dask cluster.
-The parent appends every finished row to ``results.jsonl`` and ``results.csv``
-as it arrives (each write closes, and so flushes, the file), so an
-interrupted run loses only the cells that were running (Ctrl-C kills them,
-and a killed parent takes them along: ``CellProcesses``).  A cell is identified
+One run at a time writes to an output directory: ``run_bench`` holds its lock
+(``outputs.exclusive``, a ``flock`` the kernel releases however the process ends) from
+reading the rows recorded there to its last write, so concurrent runs never record a cell twice
+nor lose one; a second run is refused, or waits (``wait=True``).  Every finished row is recorded
+at once by rewriting ``results.jsonl`` and ``results.csv`` atomically (a temporary file renamed
+over each), so a run interrupted at any moment (Ctrl-C, a kill, a full disk) leaves both files
+whole, holding the rows finished before it, and loses only the cells that were running (Ctrl-C
+kills them, and a killed parent takes them along: ``CellProcesses``).  A cell is identified
 by (instance, solver, repeat, time_limit); cells already in ``results.jsonl``
-are not run again, and on resume both files are rewritten (atomically) from its
-valid rows, without the lines that are no row.
+are not run again, and its lines that are no row are dropped (with a warning).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -29,7 +33,8 @@ from pathlib import Path
 
 from ..errors import InvalidParameterError
 from ..instance import load_instance
-from ..outputs import atomic_path
+from ..limits import MAX_REPEATS
+from ..outputs import atomic_path, check_output_dir, exclusive
 from ..result import relative_gap
 from .cell import MARKER
 from .solvers import BenchSolver, full_params
@@ -85,16 +90,21 @@ def row_key(row: dict) -> tuple:
 def plan(instances: list[str], solvers: list[BenchSolver], *, time_limit: float, repeats: int,
          hard_limit: float | None = None) -> tuple[list[Cell], list[dict]]:
     """Cells to run and ``not_applicable`` rows, in table order; bad instance files raise."""
-    if not (math.isfinite(time_limit) and time_limit > 0) or repeats < 1:
+    if not (math.isfinite(time_limit) and time_limit > 0) or not 1 <= repeats <= MAX_REPEATS:
         raise InvalidParameterError(
-            f"need a finite time_limit > 0 and repeats >= 1; got time_limit={time_limit}, "
-            f"repeats={repeats}.")
+            f"need a finite time_limit > 0 and repeats from 1 to {MAX_REPEATS} (mtl_opt.limits); "
+            f"got time_limit={time_limit}, repeats={repeats}.")
     hard = default_hard_limit(time_limit) if hard_limit is None else hard_limit
     if not (math.isfinite(hard) and 0 < hard <= MAX_HARD_LIMIT):
         raise InvalidParameterError(
             f"the hard limit must be > 0 and at most {MAX_HARD_LIMIT:.10g} seconds (24.8 days, the "
             f"longest wait for a cell); got {hard:g}"
             + (" (2 x time limit + 30): lower the time limit." if hard_limit is None else "."))
+    if hard < time_limit:   # every cell that used its time would be killed, as a hard timeout
+        raise InvalidParameterError(
+            f"the hard limit ({hard:g} s) is below the time limit ({time_limit:g} s); a cell is "
+            f"killed at the hard limit, so it must be at least the time limit (default 2 x time "
+            f"limit + 30 = {default_hard_limit(time_limit):g} s).")
     files = [Path(path).resolve() for path in instances]
     repeated = sorted({str(file) for file in files if files.count(file) > 1})
     if repeated:   # their cells would run twice, and twice under one key
@@ -209,7 +219,9 @@ def _row(instance, method, solver, repeat, time_limit, **values) -> dict:
 
 
 class ResultStore:
-    """results.csv (the table) and results.jsonl (the table plus traces) in ``out``, appended per row."""
+    """results.csv (the table) and results.jsonl (the table plus traces) in ``out``, both
+    rewritten atomically from all the rows recorded whenever a row is added (``write``).  One
+    writer at a time: ``run_bench`` writes only while it holds ``out``'s lock."""
 
     def __init__(self, out: Path):
         self.out = Path(out)
@@ -234,25 +246,24 @@ class ResultStore:
                  f"without them.")
         return rows
 
-    def append(self, row: dict) -> None:
-        with open(self.json_path, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        with open(self.csv_path, "a", newline="") as fh:
-            csv.DictWriter(fh, COLUMNS, extrasaction="ignore").writerow(row)
-
-    def rewrite(self, rows: list[dict]) -> None:
-        """Both files from scratch, atomically: on resume they hold exactly the rows done."""
-        self.out.mkdir(parents=True, exist_ok=True)
+    def write(self, rows) -> None:
+        """Both files from ``rows``, each atomically: interrupted at any point, each holds its
+        rows before or after, whole (results.jsonl first: it is what a resume reads)."""
+        rows = list(rows)
         with atomic_path(self.json_path) as temporary:
-            temporary.write_text("".join(json.dumps(row) + "\n" for row in rows))
-        with atomic_path(self.csv_path) as temporary, open(temporary, "w", newline="") as fh:
+            temporary.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        with (atomic_path(self.csv_path) as temporary,
+              open(temporary, "w", newline="", encoding="utf-8") as fh):
             writer = csv.DictWriter(fh, COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
 
-    def clear(self) -> None:
-        for path in (self.csv_path, self.json_path):
-            path.unlink(missing_ok=True)
+    def sweep(self) -> None:
+        """Remove the temporary files a killed writer left beside the two (``atomic_path``'s
+        names); only the holder of ``out``'s lock calls this, so no live writer owns one."""
+        for path in (self.json_path, self.csv_path):
+            for leftover in self.out.glob(f".{path.name}.*{path.suffix}"):
+                leftover.unlink(missing_ok=True)
 
 
 def _parse_row(line: bytes) -> dict | None:
@@ -296,18 +307,25 @@ def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
             yield future.result()
 
 
+#: What a run finding its output directory locked is told (``outputs.exclusive``).
+BUSY = ("one mtl-opt bench at a time writes its results there: wait for it to finish, run with "
+        "--wait to wait for it, or choose another --out")
+
+
 def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: float,
               repeats: int = 1, jobs: int = 1, scheduler: str | None = None, out: Path | None = None,
               hard_limit: float | None = None, fresh: bool = False, retry_crashed: bool = False,
-              progress=None, warn=warnings.warn) -> list[dict]:
+              wait: bool = False, progress=None, warn=warnings.warn) -> list[dict]:
     """Run the grid; return all its rows (recorded earlier or now) in table order.
 
     With ``out``, rows already in ``out/results.jsonl`` are kept and their
     cells skipped (``fresh=True`` discards them first; ``retry_crashed=True``
     runs ``crashed`` cells again, and the new row supersedes the old one);
     lines there that are no row are reported through ``warn(message)`` and
-    dropped.  ``progress(total)`` is called once with the number of cells to run now, and what
-    it returns with each row that finishes.
+    dropped.  ``out`` is locked for the whole run: if another run holds it, an OutputError
+    says so, or with ``wait`` this run waits for it (``warn`` says so) and then skips what it
+    recorded.  ``progress(total)`` is called once, when the cells start, with the number of
+    cells to run now, and what it returns with each row that finishes.
     A KeyboardInterrupt kills the running cells and keeps the rows recorded.
     """
     if not 1 <= jobs <= MAX_JOBS:
@@ -316,34 +334,37 @@ def run_bench(instances: list[str], solvers: list[BenchSolver], *, time_limit: f
     instances = [str(path) for path in instances]
     cells, skipped = plan(instances, solvers, time_limit=time_limit, repeats=repeats,
                           hard_limit=hard_limit)
-    store = ResultStore(out) if out is not None else None
-    if store is not None and fresh:
-        store.clear()
-    done = {}
-    if store is not None:
-        done = {row_key(row): row for row in store.load(warn)}  # a later row supersedes an earlier one
-        if retry_crashed:
-            done = {key: row for key, row in done.items() if row["status"] != CRASHED}
-        store.rewrite(list(done.values()))
-    for row in skipped:
-        if row_key(row) not in done:
-            done[row_key(row)] = row
-            if store is not None:
-                store.append(row)
-    CELLS.reset()
-    to_run = [c for c in cells if c.key not in done]
-    finished = progress(len(to_run)) if progress is not None else None
-    try:
-        for row in execute(to_run, jobs=jobs, scheduler=scheduler):
-            done[row_key(row)] = row
-            if store is not None:
-                store.append(row)
-            if finished is not None:
-                finished(row)
-    except KeyboardInterrupt:
-        CELLS.stop()
-        raise KeyboardInterrupt("the running cells were stopped" + (
-            "" if store is None else f"; the finished ones are kept in {store.json_path}")) from None
+    if out is None:
+        store, lock = None, contextlib.nullcontext()
+    else:
+        store = ResultStore(check_output_dir(out))
+        lock = exclusive(store.out, wait=wait, busy=BUSY, warn=warn)
+    with lock:   # from reading the rows recorded to the last write: one run at a time
+        done = {}
+        if store is not None:
+            store.sweep()
+            if not fresh:   # a later row supersedes an earlier one
+                done = {row_key(row): row for row in store.load(warn)}
+            if retry_crashed:
+                done = {key: row for key, row in done.items() if row["status"] != CRASHED}
+        for row in skipped:
+            done.setdefault(row_key(row), row)
+        if store is not None:   # exactly the rows done: no dropped lines, no superseded rows
+            store.write(done.values())
+        CELLS.reset()
+        to_run = [c for c in cells if c.key not in done]
+        finished = progress(len(to_run)) if progress is not None else None
+        try:
+            for row in execute(to_run, jobs=jobs, scheduler=scheduler):
+                done[row_key(row)] = row
+                if store is not None:
+                    store.write(done.values())
+                if finished is not None:
+                    finished(row)
+        except KeyboardInterrupt:
+            CELLS.stop()
+            raise KeyboardInterrupt("the running cells were stopped" + (
+                "" if store is None else f"; the finished ones are kept in {store.json_path}")) from None
     names = [s.name for s in solvers]
     return sorted((done[key] for key in [c.key for c in cells] + [row_key(r) for r in skipped]),
                   key=lambda r: (instances.index(r["instance"]), names.index(r["solver"]), r["repeat"]))

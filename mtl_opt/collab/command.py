@@ -11,6 +11,8 @@ import argparse
 from pathlib import Path
 
 from .. import __version__
+from ..argtypes import count
+from ..limits import MAX_HORIZON, MAX_REPEATS
 
 
 def add_parser(subcommands) -> argparse.ArgumentParser:
@@ -18,10 +20,14 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
     parser = subcommands.add_parser(
         "collab", help="run a personalized collaborative learning experiment (AffPCL and FL baselines)")
     parser.add_argument("experiment", type=Path, help="experiment file (TOML)")
-    parser.add_argument("--horizon", type=int, help="override [run] horizon (steps)")
-    parser.add_argument("--runs", type=int, help="override [run] runs")
+    parser.add_argument("--horizon", type=count(MAX_HORIZON),
+                        help=f"override [run] horizon (steps, 1 to {MAX_HORIZON})")
+    parser.add_argument("--runs", type=count(MAX_REPEATS), help=f"override [run] runs (1 to {MAX_REPEATS})")
     parser.add_argument("--seed", type=int, help="override [run] seed")
-    parser.add_argument("--plot", type=Path, help="write the MSE curves to this PNG (needs matplotlib)")
+    parser.add_argument("--plot", metavar="PATH",
+                        help="write the MSE curves to this PNG (needs matplotlib; overrides [output] "
+                             "plot); a directory (existing, or PATH ending in '/') gets "
+                             "<experiment>.png inside it; '-' is refused (the table goes to stdout)")
     parser.add_argument("--last", type=int, default=1,
                         help="average the table over the last LAST steps (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -31,18 +37,15 @@ def add_parser(subcommands) -> argparse.ArgumentParser:
 def run(args) -> int:
     """Run ``args.experiment``; print the setup and the table of final MSEs."""
     from ..errors import InvalidParameterError
-    from ..outputs import atomic_path, check_output
-    from ..plotting import pyplot
+    from ..outputs import atomic_path
+    from ..plotting import plot_target
     from .config import load_experiment
     from .runner import plot
 
     experiment = load_experiment(args.experiment)
     if args.last < 1:
         raise InvalidParameterError(f"--last must be >= 1; got {args.last}.")
-    target = args.plot or experiment.plot
-    if target is not None:  # a bad plot path or a missing matplotlib is found before the run
-        check_output(target, inputs=[args.experiment], what="plot")
-        pyplot()
+    target = plot_target(args.plot, experiment.plot, args.experiment)  # checked before the run
     system, result = experiment.execute(progress=not args.quiet, horizon=args.horizon,
                                         runs=args.runs, seed=args.seed)
     params = ", ".join(f"{k}={v!r}" for k, v in experiment.system_params.items()) or "defaults"

@@ -32,14 +32,13 @@ from pathlib import Path
 
 
 from ..errors import InstanceFileError, InvalidDataError, InvalidParameterError
-from ..tomlfile import only_keys, read_tables
+from ..tomlfile import only_keys, output_plot, read_tables
 from .algorithms import METHODS, Method, make_method, step_size
 from .runner import CollabResult, run_methods
 from .systems import LinearSystem, digits_system, gaussian_system, random_finite_system
 
 SYSTEMS = {"gaussian": gaussian_system, "finite": random_finite_system, "digits": digits_system}
 RUN_KEYS = {"horizon", "runs", "seed", "step", "alpha", "lam", "n_jobs"}
-OUTPUT_KEYS = {"plot"}
 
 
 @dataclass
@@ -51,7 +50,7 @@ class Experiment:
     system_params: dict
     methods: dict[str, Method]
     run: dict
-    plot: Path | None = None
+    plot: str | None = None     # [output] plot as written, relative to the file
 
     def build_system(self) -> LinearSystem:
         try:
@@ -96,10 +95,8 @@ def load_experiment(path: str | Path) -> Experiment:
     only_keys(path, "[run]", raw["run"], RUN_KEYS)
     if "horizon" not in raw["run"]:
         raise InstanceFileError(f"{path}: [run] needs horizon = <number of steps>.")
-    output = raw.get("output", {})
-    only_keys(path, "[output]", output, OUTPUT_KEYS)
     return Experiment(path, kind, system, _methods(path, raw["methods"]), dict(raw["run"]),
-                      path.parent / output["plot"] if "plot" in output else None)
+                      output_plot(path, raw))
 
 
 def _methods(path: Path, table: dict) -> dict[str, Method]:

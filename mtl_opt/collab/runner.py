@@ -14,7 +14,7 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
-from ..params import BOOLEAN, NONNEGATIVE_INT, POSITIVE_INT, Interval, validate_params
+from ..params import BOOLEAN, HORIZON, NONNEGATIVE_INT, POSITIVE_INT, REPEATS, Interval, validate_params
 from ..plotting import pyplot
 from ..resources import require_memory
 from .algorithms import Method
@@ -81,7 +81,7 @@ def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) ->
             f"step {t} with step size alpha={alpha:g}. Lower alpha, or use step = \"log\".")
 
 
-@validate_params({"horizon": POSITIVE_INT, "runs": POSITIVE_INT, "seed": NONNEGATIVE_INT,
+@validate_params({"horizon": HORIZON, "runs": REPEATS, "seed": NONNEGATIVE_INT,
                   "alpha": [Interval(0, None, open_low=True, note="the constant step size")],
                   "n_jobs": [Interval(None, -1, integer=True, note="-1: all cores"), *POSITIVE_INT],
                   "progress": [BOOLEAN]})

@@ -119,12 +119,7 @@ def _csv_columns(path, header, task, response, features) -> list[int]:
         raise InvalidDataError(
             f"{path}: task and response must be different columns; both are '{task}'."
         )
-    if features is None:
-        features = [c for c in header if c not in (task, response)]
-    elif isinstance(features, str):
-        features = [features]
-    else:
-        features = list(features)
+    features = feature_columns(header, task, response, features, where=f"{path}: ")
     for col in features:
         if col in (task, response):
             role = "task" if col == task else "response"
@@ -136,11 +131,6 @@ def _csv_columns(path, header, task, response, features) -> list[int]:
             raise InvalidDataError(
                 f"{path}: column '{col}' is listed more than once in features; list it once."
             )
-    if not features:
-        raise InvalidDataError(
-            f"{path}: no feature columns; the header has only {header}. "
-            "Add feature columns or pass features=."
-        )
     for col, role in [(task, "task column"), (response, "response column")] + [
             (c, "feature") for c in features]:
         if col not in header:
@@ -148,6 +138,32 @@ def _csv_columns(path, header, task, response, features) -> list[int]:
                 f"{path}: no column '{col}' (the {role}); available columns: {header}."
             )
     return [header.index(c) for c in (task, response, *features)]
+
+
+def feature_columns(columns, task, response, features, *, where: str) -> list:
+    """The feature columns ``features`` asks for (None: every column but task and response; a
+    name: that column), before they are checked against ``columns``.  An empty list, or no other
+    column, is an error: data without features has nothing to fit.  ``where`` prefixes errors."""
+    others = [c for c in columns if c not in (task, response)]
+    if features is None:
+        if not others:
+            raise InvalidDataError(
+                f"{where}no column is left for features: the columns are {list(columns)}, with "
+                f"task = {task!r} and response = {response!r}. Add feature columns.")
+        return others
+    if isinstance(features, str):
+        return [features]
+    if isinstance(features, (dict, bytes)) or not hasattr(features, "__iter__"):
+        raise InvalidDataError(
+            f"{where}features must be a list of column names; got {features!r}.")
+    features = list(features)
+    if not features:
+        raise InvalidDataError(
+            f"{where}features is an empty list, which selects no column, and a fit needs at "
+            f"least one feature: list the feature columns"
+            + (f" (the columns besides task and response are {others})" if others else "")
+            + ", or leave features out to use every column but task and response.")
+    return features
 
 
 def _csv_float(path, line: int, column: str, text: str) -> float:
@@ -219,10 +235,7 @@ def from_frame(cls, df, *, task, response, features) -> MultiTaskData:
     columns = list(df.columns)
     if task == response:
         raise InvalidDataError(f"task and response must be different columns; both are {task!r}.")
-    if features is None:
-        features = [c for c in columns if c not in (task, response)]
-    elif isinstance(features, str):
-        features = [features]
+    features = feature_columns(columns, task, response, features, where="the DataFrame: ")
     missing = [c for c in (task, response, *features) if c not in columns]
     if missing:
         raise InvalidDataError(
