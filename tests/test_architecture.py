@@ -13,8 +13,8 @@ from pathlib import Path
 import mtl_opt
 
 PACKAGE = Path(mtl_opt.__file__).parent
-STATUS_NAMES = {"optimal", "gap_limit", "time_limit", "iteration_limit", "interrupted", "heuristic", "infeasible",
-                "unbounded", "error", "converged"}
+STATUS_NAMES = {"optimal", "gap_limit", "time_limit", "iteration_limit", "interrupted", "heuristic",
+                "infeasible", "unbounded", "error", "converged"}
 
 
 def _trees():
