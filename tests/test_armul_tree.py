@@ -103,17 +103,17 @@ def test_every_node_and_suffix_bound_is_below_every_completion(seed, m, k, c):
     order = tree.order
     for t in range(m):
         assert tree.suffix[t] <= reference.clustered(order[t:])[1] * (1 + 1e-12)
-    checked, stack = 0, [(1, [1 << order[0]] + [0] * (k - 1), [tree.singles[0]] + [0.0] * (k - 1), 1)]
+    checked, stack = 0, [(0, [0] * k, [0.0] * k, 0, 0.0)]   # the root, bounded by 0 (loss >= 0)
     while stack:
-        depth, groups, bounds, opened = stack.pop()
-        if depth == m:
+        node = stack.pop()
+        if node[0] == m:
             continue
-        for child in tree.children(depth, groups, bounds, opened):
+        for child in tree.children(*node):   # each keeping its parent's bound when that is more
             fixed = [[j for j in range(m) if g >> j & 1] for g in child[1]]
-            best = reference.clustered(order[depth + 1:], fixed)[1]
+            best = reference.clustered(order[child[0]:], fixed)[1]
             assert child[-1] <= best * (1 + 1e-12)
             checked += 1
-            stack.append(child[:-1])
+            stack.append(child)
     assert checked >= m   # every level was visited
 
 
