@@ -23,10 +23,10 @@ Each group is solved once (cached by its bit mask), warm-started from the group 
 Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding; a child keeps
 its parent's bound when its own is less.  A node is pruned when its bound >= incumbent *
 (1 - rel_gap); the bound a stage proves is the least over the nodes it closed (pruned nodes,
-leaves, and the nodes open when the deadline passed).  Stage t proves sum_{j before t} LB f({j}) +
-its bound on the whole; the tree's bound is the best of these over the stages reached, so a
-stage cut by the deadline never lowers what an earlier stage proved (the live log shows the same
-running best).
+leaves, and the nodes open when the deadline passed).  Stage t proves opt_K(all tasks) >= the
+sum of LB f({j}) over the tasks before t + its bound; the tree's bound is the best of these over
+the stages reached, so a stage cut by the deadline never lowers what an earlier stage proved (the
+live log shows the same running best).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ class Tree:
             child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
             own = lowered_sum(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
             out.append((own, (depth + 1, child, child_bounds, max(opened, c + 1), max(bound, own))))
-        return [node for own, node in sorted(out, key=lambda pair: pair[0])]
+        return [node for _, node in sorted(out, key=lambda pair: pair[0])]
 
 
 def _tasks(group: int) -> list[int]:
