@@ -20,9 +20,13 @@ rounding covered; for the logistic loss up to the float dual point's ~eps constr
 as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by
 the deadline keeps its bound so far.
 Each group is solved once (cached by its bit mask), warm-started from the group it grew from.
-Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding.  A node is
-pruned when its bound >= incumbent * (1 - rel_gap); the bound a stage proves is the least over
-the nodes it closed (pruned nodes, leaves, and the nodes open when the deadline passed).
+Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding; a child keeps
+its parent's bound when its own is less.  A node is pruned when its bound >= incumbent *
+(1 - rel_gap); the bound a stage proves is the least over the nodes it closed (pruned nodes,
+leaves, and the nodes open when the deadline passed).  Stage t proves opt_K(all tasks) >= the
+sum of LB f({j}) over the tasks before t + its bound; the tree's bound is the best of these over
+the stages reached, so a stage cut by the deadline never lowers what an earlier stage proved (the
+live log shows the same running best).
 """
 
 from __future__ import annotations
@@ -127,8 +131,9 @@ class Tree:
         self.nodes = 0
 
     def solve(self, start_labels: np.ndarray) -> tuple[list[int], float, bool]:
-        """The best groups found (bit masks), a proven bound on the clustered optimum, and
-        whether every stage finished (then the bound is within rel_gap of the groups' value)."""
+        """The best groups found (bit masks), the best bound on the clustered optimum proven by
+        any stage (never below one reported before), and whether every stage finished (then the
+        bound is within rel_gap of the groups' value)."""
         m, best = self.problem.m, None
         self._value(self._restricted(start_labels, 0))   # solved first: the answer of a cut run
         for t in range(m - 1, -1, -1):
@@ -137,8 +142,10 @@ class Tree:
                 candidates.append(self._extended(best, t))
             best = min(candidates, key=self._value)
             best, self.suffix[t], finished = self._stage(t, best)
-            # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again
-            self.proven = lowered_sum(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
+            # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again; a bound proven
+            # by an earlier stage stays proven, so the best is kept (a cut stage can be weaker)
+            stage = lowered_sum(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
+            self.proven = max(self.proven, stage)
             if not finished:   # before the last stage, ``best`` places only order[t:]
                 return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
         return best, self.proven, True
@@ -185,21 +192,25 @@ class Tree:
                     best, upper = list(groups), value
                 closed = min(closed, bound)
                 continue
-            stack.extend(reversed(self.children(depth, groups, bounds, opened)))   # best on top
+            children = self.children(depth, groups, bounds, opened, bound)
+            stack.extend(reversed(children))   # best on top
         return best, closed, True
 
-    def children(self, depth, groups, bounds, opened):
+    def children(self, depth, groups, bounds, opened, bound):
         """The children of a node that has placed order[:depth] (after its stage's first task) in
-        ``groups`` (bit masks; their bounds ``bounds``; ``opened`` clusters in use), best bound
-        first: (depth + 1, groups, their bounds, clusters in use, bound); order[depth] goes to an
-        open cluster or to the next new one."""
+        ``groups`` (bit masks; their bounds ``bounds``; ``opened`` clusters in use; its own bound
+        ``bound``): (depth + 1, groups, their bounds, clusters in use, bound); order[depth] goes
+        to an open cluster or to the next new one.  A child keeps its parent's bound when its own
+        is less (its completions are some of the parent's): the parent's suffix bound covers
+        order[depth] and the child's does not, so it can be far weaker.  Sorted by their own
+        bounds, best first (an order their bounds agree with)."""
         j, out = self.order[depth], []
         for c in range(min(opened + 1, self.k)):
             child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
             child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
-            child_bound = lowered_sum(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
-            out.append((depth + 1, child, child_bounds, max(opened, c + 1), child_bound))
-        return sorted(out, key=lambda child: child[-1])
+            own = lowered_sum(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
+            out.append((own, (depth + 1, child, child_bounds, max(opened, c + 1), max(bound, own))))
+        return [node for _, node in sorted(out, key=lambda pair: pair[0])]
 
 
 def _tasks(group: int) -> list[int]:
