@@ -169,7 +169,7 @@ def test_ctrl_c_during_the_numba_compile_stops_it(folder, tmp_path):
     env = {**ENV, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     out = tmp_path / "r.json"
     outcome = interrupted(solve(folder, "bnb", out), folder, [(signal.SIGINT, 0)], after=3.0, env=env)
-    check_cli_stop(outcome, out, 130, limit=5.0)
+    check_cli_stop(outcome, out, 130, limit=10.0)   # the compile alone takes 16 s or more
     assert "compiled" in outcome[2] and not out.exists()
 
 
