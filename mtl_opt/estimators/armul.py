@@ -137,11 +137,11 @@ class GLMTasks(MTLEstimator):
         # constant features, labels of the logistic loss; the fit takes it (``_checked_problem``)
         self._checked = (data, self._problem(data))
 
-    def _scores(self, X, task=None, *, unseen="raise"):
+    def _scores(self, X, task=None, *, unseen=None):
         """Linear predictors b_j + X_j theta_j (arguments and shapes as in ``predict``)."""
         return super().predict(X, task, unseen=unseen)
 
-    def predict(self, X, task=None, *, unseen="raise"):
+    def predict(self, X, task=None, *, unseen=None):
         """Responses (squared loss) or labels in {0, 1} (logistic loss); arguments, shapes and
         ``unseen`` as in ``MTLEstimator.predict``."""
         scores = self._scores(X, task, unseen=unseen)
@@ -150,17 +150,17 @@ class GLMTasks(MTLEstimator):
     @property
     def decision_function(self):
         """Linear predictors b_j + X_j theta_j: ``decision_function(X, task=None, *,
-        unseen="raise")``, shapes as in ``predict`` (logistic loss only; with the squared loss
+        unseen=None)``, shapes as in ``predict`` (logistic loss only; with the squared loss
         they are ``predict``, and the attribute is absent, as scikit-learn expects)."""
         self._logistic_only("decision_function")
         return self._scores
 
     @property
     def predict_proba(self):
-        """P(y = 1): ``predict_proba(X, task=None, *, unseen="raise")``, shapes as in
+        """P(y = 1): ``predict_proba(X, task=None, *, unseen=None)``, shapes as in
         ``predict`` (logistic loss only; with another the attribute is absent)."""
         self._logistic_only("predict_proba")
-        return lambda X, task=None, *, unseen="raise": _each(
+        return lambda X, task=None, *, unseen=None: _each(
             self._scores(X, task, unseen=unseen), expit)
 
     def _logistic_only(self, name: str) -> None:
@@ -276,7 +276,10 @@ class ARMUL(GLMTasks):
 
     def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
                  algorithm="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
-                 max_iter=20000, seed=None, solve_options=None, solver=None):
+                 max_iter=20000, seed=None, solve_options=None, solver=None,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.structure = structure
         self.n_components = n_components
         self.c = c
@@ -294,9 +297,9 @@ class ARMUL(GLMTasks):
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
 
-    def _global_model(self):
+    def _has_global_model(self) -> bool:
         """The vanilla centre; clustered and low-rank fits have no one global model."""
-        return super()._global_model() if self.structure == "vanilla" else None
+        return self.structure == "vanilla"
 
     def _uses_identified(self) -> bool:
         return STRUCTURES[self.structure].local_search   # anchors; the clustered model's check

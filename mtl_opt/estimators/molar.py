@@ -135,7 +135,10 @@ class MOLAR(MTLEstimator):
     }
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, algorithm="closed_form", backend=None,
-                 sigma=None, fit_intercept=True, solve_options=None, median=None):
+                 sigma=None, fit_intercept=True, solve_options=None, median=None,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.threshold = threshold
         self.c_gamma = c_gamma
         self.algorithm = algorithm

@@ -93,7 +93,10 @@ class MOLARHighDim(CenteredEstimator):
     param_constraints = {"c_lambda_local": [Interval(0.0, None, open_low=True)],
                          "c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, c_lambda_local=0.07, c_lambda=0.1, fit_intercept=True):
+    def __init__(self, *, c_lambda_local=0.07, c_lambda=0.1, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.c_lambda_local = c_lambda_local
         self.c_lambda = c_lambda
         self.fit_intercept = fit_intercept
@@ -163,7 +166,10 @@ class MOLARLogistic(MTLEstimator):
     param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True):
+    def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.threshold = threshold
         self.c_gamma = c_gamma
         self.fit_intercept = fit_intercept
@@ -196,7 +202,7 @@ class MOLARLogistic(MTLEstimator):
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "weights": fit.weights})
 
-    def predict_proba(self, X, task=None, *, unseen="raise"):
+    def predict_proba(self, X, task=None, *, unseen=None):
         """P(y = 1 | x) (arguments and shapes as in ``predict``)."""
         eta = self.predict(X, task, unseen=unseen)
         return [scipy.special.expit(e) for e in eta] if isinstance(eta, list) else scipy.special.expit(eta)

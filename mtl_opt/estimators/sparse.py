@@ -134,7 +134,9 @@ class SparseMTL(MTLEstimator):
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
                  max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
-                 solver=None, constraints=None):
+                 solver=None, constraints=None, task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.variant = variant
         self.s = s
         self.lambda_ridge = lambda_ridge
