@@ -52,7 +52,8 @@ __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "Sequen
 
 #: The parameters every estimator takes for scikit-learn's tools (each ``__init__`` lists them
 #: last, keyword-only): where the per-row task label is read from, and what ``predict`` does with
-#: a task not seen in fit.  Checked with each class's own ``param_constraints``.
+#: a task not seen in fit.  ``MTLEstimator.__init_subclass__`` adds them to every class's
+#: ``param_constraints``.
 API_CONSTRAINTS = {
     "task_column": [NONE, InstanceOf((str, numbers.Integral), "a column name or an int column index")],
     "unseen": [OneOf(("raise", "global"))],
@@ -70,6 +71,18 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     method: str = ""
     param_constraints: dict = {}
+
+    #: ``API_CONSTRAINTS``'s defaults, for a subclass whose ``__init__`` does not take them
+    #: (a user's own estimator); every mtl_opt estimator takes both.
+    task_column = None
+    unseen = "raise"
+
+    def __init_subclass__(cls, **kwargs):
+        """Every estimator's ``param_constraints`` ends with ``API_CONSTRAINTS`` (an abstract
+        base that takes no parameters, ``__init__`` object's, declares none)."""
+        super().__init_subclass__(**kwargs)
+        if cls.__init__ is not object.__init__:
+            cls.param_constraints = {**cls.param_constraints, **API_CONSTRAINTS}
 
     #: ``task`` is routed to fit, predict and score by default (scikit-learn metadata routing).
     __metadata_request__fit = {"task": True}
@@ -113,6 +126,12 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _check_params(self) -> None:
         validate_attributes(self)
+        self._check_api_params()
+        legacy.warn_deprecated(self)
+
+    def _check_api_params(self) -> None:
+        """Check ``API_CONSTRAINTS``'s parameters (fit reads ``task_column`` before ``check``)
+        and that ``unseen="global"`` has a global model to use."""
         validate(type(self).__name__, {name: getattr(self, name) for name in API_CONSTRAINTS},
                  API_CONSTRAINTS)
         if self.unseen == "global" and not self._has_global_model():
@@ -120,7 +139,6 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                 f"unseen='global' predicts a new task with the global / centre model, which this "
                 f"{type(self).__name__} has none of (these have one: {WITH_GLOBAL_MODEL}); use "
                 f"unseen='raise', or one of those estimators.")
-        legacy.warn_deprecated(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier
@@ -169,6 +187,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                 f"DataFrame) with y and task= labels per row; got {type(X).__name__} without y "
                 f"({type(self).__name__} requires y to be passed, but the target y is None). "
                 f"Build data with MultiTaskData(Xs, ys) or MultiTaskData.from_frame(df, ...).")
+        self._check_api_params()
         X, task = self._split_task(X, task)
         self._refuse_unscorable(X, task)
         X, y = _validated(self, X, y, reset=True, y_numeric=True, ensure_min_samples=2)
@@ -229,12 +248,16 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         if self.unseen == "raise" and task is not None and tested is not None:
             new = sorted(set(_as_labels(tested)) - set(_as_labels(task)))
             if new:
+                name = type(self).__name__
+                remedy = ("pass unseen='global' (a new task gets the global model)"
+                          if self._has_global_model() else
+                          f"use an estimator with a global model and unseen='global' ({name} has "
+                          f"none; {WITH_GLOBAL_MODEL} have one)")
                 raise InvalidDataError(
                     f"the test rows of this cross-validation split hold tasks its training rows "
-                    f"lack ({new[:5]}), which {type(self).__name__}.predict refuses with "
-                    f"unseen='raise', so every score would fail: pass unseen='global' (a new task "
-                    f"gets the global model; {WITH_GLOBAL_MODEL} have one), or split so that "
-                    f"every test task is also trained on (e.g. mtl_opt.cv.TaskKFold).")
+                    f"lack ({new[:5]}), which {name}.predict refuses with unseen='raise', so "
+                    f"every score would fail: {remedy}, or split so that every test task is also "
+                    f"trained on (e.g. mtl_opt.cv.TaskKFold).")
 
     def _fold_labels(self, fold):
         """The task labels of the test rows of a cross-validation ``fold`` (``_cv_fold``): the
