@@ -141,9 +141,11 @@ def test_large_c_pools_and_zero_c_separates():
 def test_logistic_predictions_and_center():
     Xs, ys = random_tasks(5, "logistic")
     est = ARMUL(loss="logistic", c=0.5).fit(as_data(Xs, ys))
-    proba = est.predict_proba(Xs)
-    assert all(np.all((p > 0) & (p < 1)) for p in proba)
-    assert all(np.array_equal(lab, (p >= 0.5).astype(float)) for lab, p in zip(est.predict(Xs), proba))
+    proba = est.predict_proba(Xs)   # (n_k, 2) per task: P(0), P(1)
+    assert all(np.all((p > 0) & (p < 1)) and np.allclose(p.sum(axis=1), 1) for p in proba)
+    assert all(np.array_equal(lab, (p[:, 1] > 0.5).astype(float)) for lab, p in zip(est.predict(Xs), proba))
+    eta = [X @ c + b for X, c, b in zip(Xs, est.coef_, est.intercept_)]
+    assert all(np.allclose(p[:, 1], 1 / (1 + np.exp(-e)), rtol=0, atol=1e-12) for p, e in zip(proba, eta))
     assert est.center_.shape == (5,) and isinstance(est.center_intercept_, float)
 
 
@@ -203,7 +205,7 @@ def test_baselines_report_their_one_algorithm_and_no_backend():
     ({"c": -1.0}, "squared", "'c' parameter of ARMUL"),
     ({"structure": "clustered", "n_components": 9}, "squared", "n_components=9 exceeds"),
     ({"structure": "clustered"}, "squared", "needs n_components"),
-    ({"loss": "logistic"}, "squared", "labels in"),
+    ({"loss": "logistic"}, "squared", "Unknown label type: continuous"),
     ({"structure": "lowrank", "n_components": 2, "algorithm": "exact"}, "squared", "no exact method"),
     ({"backend": "scip"}, "squared", "no backend"),
     ({"algorithm": "scip"}, "squared", "'algorithm' parameter of ARMUL"),

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.special import expit
 
 from .. import legacy
 from ..data import MultiTaskData
 from ..data.scaling import fit_scaler
-from ..errors import InvalidParameterError, UnavailableMethodError
+from ..errors import InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..reductions import Responses, ResponseScale
@@ -137,42 +136,9 @@ class GLMTasks(MTLEstimator):
         # constant features, labels of the logistic loss; the fit takes it (``_checked_problem``)
         self._checked = (data, self._problem(data))
 
-    def _scores(self, X, task=None, *, unseen=None):
-        """Linear predictors b_j + X_j theta_j (arguments and shapes as in ``predict``)."""
-        return super().predict(X, task, unseen=unseen)
-
-    def predict(self, X, task=None, *, unseen=None):
-        """Responses (squared loss) or labels in {0, 1} (logistic loss); arguments, shapes and
-        ``unseen`` as in ``MTLEstimator.predict``."""
-        scores = self._scores(X, task, unseen=unseen)
-        return scores if self.loss == "squared" else _each(scores, lambda s: (s >= 0).astype(float))
-
-    @property
-    def decision_function(self):
-        """Linear predictors b_j + X_j theta_j: ``decision_function(X, task=None, *,
-        unseen=None)``, shapes as in ``predict`` (logistic loss only; with the squared loss
-        they are ``predict``, and the attribute is absent, as scikit-learn expects)."""
-        self._logistic_only("decision_function")
-        return self._scores
-
-    @property
-    def predict_proba(self):
-        """P(y = 1): ``predict_proba(X, task=None, *, unseen=None)``, shapes as in
-        ``predict`` (logistic loss only; with another the attribute is absent)."""
-        self._logistic_only("predict_proba")
-        return lambda X, task=None, *, unseen=None: _each(
-            self._scores(X, task, unseen=unseen), expit)
-
-    def _logistic_only(self, name: str) -> None:
-        if self.loss != "logistic":
-            raise UnavailableMethodError(
-                f"{name} needs loss='logistic'; this {type(self).__name__} uses "
-                f"loss={self.loss!r}.")
-
-
-def _each(out, f):
-    """``f`` applied to a prediction: one array (long format) or a list of per-task arrays."""
-    return [f(a) for a in out] if isinstance(out, list) else f(out)
+    def _is_classifier(self) -> bool:
+        """The logistic loss makes a binary classifier (``MTLEstimator``)."""
+        return self.loss == "logistic"
 
 
 COMMON_CONSTRAINTS = {

@@ -33,13 +33,19 @@ import time
 import numpy as np
 import sklearn.exceptions
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.metrics import r2_score
+from sklearn.metrics import accuracy_score, r2_score
 
 from .. import legacy
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
-from ..errors import InvalidDataError, InvalidParameterError, NotFittedError, SolverError
+from ..errors import (
+    InvalidDataError,
+    InvalidParameterError,
+    NotFittedError,
+    SolverError,
+    UnavailableMethodError,
+)
 from ..identifiability import check_some_signal, named_pairs
 from ..params import NONE, BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate, validate_attributes
 from ..deadline import Deadline
@@ -67,6 +73,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     Subclasses set ``method`` (the instance-file name), ``param_constraints``
     (name -> list of accepted constraints) and implement ``_fit(data) -> FitResult``.
+    An estimator whose ``_is_classifier()`` (a logistic loss) is a scikit-learn binary
+    classifier: ``classes_``, ``predict`` gives labels, ``predict_proba`` (n, 2),
+    ``decision_function`` the log-odds, ``score`` the accuracy; its fit sees the labels as 0/1
+    (``classes_[1]`` is 1).
     """
 
     method: str = ""
@@ -124,21 +134,31 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             self.solve_options = dataclasses.replace(current, **fields)
         return self
 
+    def _is_classifier(self) -> bool:
+        """Whether this estimator (with these parameters) is a binary classifier."""
+        return False
+
+    @property
+    def _estimator_type(self) -> str:   # scikit-learn < 1.6 reads this instead of the tags
+        return "classifier" if self._is_classifier() else "regressor"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self._is_classifier():
+            from sklearn.utils import ClassifierTags
+
+            tags.estimator_type, tags.regressor_tags = "classifier", None
+            tags.classifier_tags = ClassifierTags(multi_class=False)
+        return tags
+
     def _check_params(self) -> None:
         validate_attributes(self)
-        self._check_api_params()
-        legacy.warn_deprecated(self)
-
-    def _check_api_params(self) -> None:
-        """Check ``API_CONSTRAINTS``'s parameters (fit reads ``task_column`` before ``check``)
-        and that ``unseen="global"`` has a global model to use."""
-        validate(type(self).__name__, {name: getattr(self, name) for name in API_CONSTRAINTS},
-                 API_CONSTRAINTS)
         if self.unseen == "global" and not self._has_global_model():
             raise InvalidParameterError(
                 f"unseen='global' predicts a new task with the global / centre model, which this "
                 f"{type(self).__name__} has none of (these have one: {WITH_GLOBAL_MODEL}); use "
                 f"unseen='raise', or one of those estimators.")
+        legacy.warn_deprecated(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier
@@ -160,8 +180,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
         """
         start = time.perf_counter()   # one clock for the whole fit, checks included
+        self._check_params()   # before the data: fit reads them with task_column and classes_
         data = self._fit_data(X, y, task)
-        self.check(data)
+        self._check_data(data)
         if model is not None:
             self._check_spec(model, data)
             result = self._fit_spec(model, data)
@@ -180,19 +201,44 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                     f"them; pass fit(data), or fit(X, y, task=labels) with arrays.")
             self.n_features_in_ = X.n_features
             self.feature_names_in_ = np.asarray(X.feature_names, dtype=object)
-            return X
+            if not self._is_classifier():
+                return X
+            labels = self._encoded(np.concatenate(X.ys))
+            return MultiTaskData(X.Xs, np.split(labels, np.cumsum(X.n_samples)[:-1]),
+                                 X.task_names, X.feature_names)
         if y is None:
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData, or a design X (2-D array or "
                 f"DataFrame) with y and task= labels per row; got {type(X).__name__} without y "
                 f"({type(self).__name__} requires y to be passed, but the target y is None). "
                 f"Build data with MultiTaskData(Xs, ys) or MultiTaskData.from_frame(df, ...).")
-        self._check_api_params()
         X, task = self._split_task(X, task)
         self._refuse_unscorable(X, task)
-        X, y = _validated(self, X, y, reset=True, y_numeric=True, ensure_min_samples=2)
+        classifier = self._is_classifier()
+        X, y = _validated(self, X, y, reset=True, y_numeric=not classifier, ensure_min_samples=2)
+        if classifier:
+            y = self._encoded(y)
         names = getattr(self, "feature_names_in_", None)
         return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
+
+    def _encoded(self, y: np.ndarray) -> np.ndarray:
+        """A classifier's labels as 0.0 / 1.0 (1: ``classes_[1]``); sets ``classes_``."""
+        from sklearn.utils.multiclass import check_classification_targets
+
+        name = type(self).__name__
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:
+            raise InvalidDataError(f"{name} is a classifier: {exc}") from None
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise InvalidDataError(
+                f"{name} is a binary classifier: y must hold exactly two classes; got "
+                f"{len(classes)} class(es) {classes[:5].tolist()}. Only binary classification is "
+                f"supported. For more classes, fit one per class "
+                f"(sklearn.multiclass.OneVsRestClassifier({name}())).")
+        self.classes_ = classes
+        return (y == classes[1]).astype(float)
 
     def _split_task(self, X, task):
         """(the design without the task column, the per-row labels): ``task`` itself, or the
@@ -389,6 +435,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """Every refusal ``fit`` makes before it fits (parameters, their combinations, the data's
         fit with them), without fitting: ``mtl-opt validate`` runs it."""
         self._check_params()
+        self._check_data(data)
+
+    def _check_data(self, data: MultiTaskData) -> None:
+        """``check``'s refusals of ``data`` with these (checked) parameters."""
         if not isinstance(data, MultiTaskData):
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
@@ -420,11 +470,44 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """Predictions: a 1-D array in row order for a design ``X`` (2-D array or DataFrame with
         ``task`` labels per row, or its ``task_column``, as in fit), or a list of per-task arrays
         for a MultiTaskData (tasks matched to the fitted ones by name) or a list of design
-        matrices (one per fitted task, in order).
+        matrices (one per fitted task, in order).  A classifier predicts labels (``classes_``):
+        ``classes_[1]`` where the log-odds are > 0.
 
         A task not seen in fit is refused, unless ``unseen="global"`` (default: the estimator's
         ``unseen``): its rows get the fitted global / centre model where the method has one.
         """
+        scores = self._linear_predictor(X, task, unseen)
+        if not self._is_classifier():
+            return scores
+        return _each(scores, lambda s: self.classes_[(s > 0).astype(int)])
+
+    @property
+    def decision_function(self):
+        """A classifier's log-odds of ``classes_[1]``: ``decision_function(X, task=None, *,
+        unseen=None)``, shapes as in ``predict``.  A regressor has no such attribute (its
+        ``hasattr`` is False, as scikit-learn expects); asking names the fix."""
+        self._classifier_only("decision_function")
+        return lambda X, task=None, *, unseen=None: self._linear_predictor(X, task, unseen)
+
+    @property
+    def predict_proba(self):
+        """A classifier's class probabilities: ``predict_proba(X, task=None, *, unseen=None)``,
+        (n, 2) in the order of ``classes_`` (a list of (n_k, 2) for per-task input); absent on a
+        regressor, as ``decision_function``."""
+        self._classifier_only("predict_proba")
+        from scipy.special import expit
+
+        return lambda X, task=None, *, unseen=None: _each(
+            self._linear_predictor(X, task, unseen), lambda s: np.column_stack([expit(-s), expit(s)]))
+
+    def _classifier_only(self, name: str) -> None:
+        if not self._is_classifier():
+            raise UnavailableMethodError(
+                f"{name} needs a classifier (loss='logistic', or MOLARLogistic); this "
+                f"{type(self).__name__} is a regressor.")
+
+    def _linear_predictor(self, X, task, unseen):
+        """b_k + X theta_k per row (per task for per-task input): ``predict``'s arguments."""
         self._check_is_fitted()
         if np.isnan(self.coef_).all():   # the fit stopped without one (``_fit_spec``)
             raise SolverError(f"the last fit found no estimate ({self.result_.status}): "
@@ -504,13 +587,14 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         return out
 
     def score(self, X, y=None, *, task=None, sample_weight=None) -> float:
-        """R^2 of ``predict`` (higher is better), over all rows of all tasks: ``X`` and ``task``
-        as in ``predict``; with a MultiTaskData, y comes from the data."""
+        """R^2 of ``predict`` (a classifier's: accuracy), higher is better, over all rows of all
+        tasks: ``X`` and ``task`` as in ``predict``; with a MultiTaskData, y comes from the data."""
         if isinstance(X, MultiTaskData):
             y, predicted = np.concatenate(X.ys), np.concatenate(self.predict(X))
         else:
             predicted = self.predict(X, task=task)
-        return float(r2_score(y, predicted, sample_weight=sample_weight))
+        metric = accuracy_score if self._is_classifier() else r2_score
+        return float(metric(y, predicted, sample_weight=sample_weight))
 
 
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
@@ -580,6 +664,11 @@ def _labels(task, n: int, fitted: list[str], name: str) -> list[str]:
         raise InvalidDataError(
             f"task must hold one label per row of X: {n} labels; got shape {labels.shape}.")
     return _as_labels(labels)
+
+
+def _each(out, f):
+    """``f`` applied to a prediction: one array (long format) or a list of per-task arrays."""
+    return [f(a) for a in out] if isinstance(out, list) else f(out)
 
 
 def _is_design_list(X) -> bool:
