@@ -128,11 +128,12 @@ class GLMTasks(MTLEstimator):
         pooled = glm.group_fit(problem, np.arange(problem.m))
         return glm.task_fits(problem, self._identified, pooled)
 
+    def _components(self, n_tasks: int) -> int | None:
+        """The clusters or rank fitted: ``n_components`` capped at the number of tasks (at most
+        that many clusters, or rank, is the same problem), None for none."""
+        return None if self.n_components is None else min(self.n_components, n_tasks)
+
     def _check_fit(self, data: MultiTaskData) -> None:
-        if self.n_components is not None and self.n_components > data.n_tasks:
-            raise InvalidParameterError(
-                f"n_components={self.n_components} exceeds the number of tasks ({data.n_tasks}) "
-                f"in {type(self).__name__}; use at most {data.n_tasks}.")
         # constant features, labels of the logistic loss; the fit takes it (``_checked_problem``)
         self._checked = (data, self._problem(data))
 
@@ -163,7 +164,8 @@ class ARMUL(GLMTasks):
     ----------
     structure : {"vanilla", "clustered", "lowrank"}, default="vanilla"
     n_components : int or None, default=None
-        Clusters or rank; required for clustered / low-rank, at most the number of tasks.
+        Clusters or rank; required for clustered / low-rank.  Capped at the number of tasks
+        (at most that many clusters, or that rank, is the same problem).
     c : float >= 0, default=1.0
         Penalty scale; tune over ``PAPER_C_GRID`` with ``cross_validate``.
     loss : {"squared", "logistic"}, default="squared"
@@ -273,7 +275,7 @@ class ARMUL(GLMTasks):
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or its deprecated name, ``legacy``) names, and ``problem`` with
         its structure; every refusal of the method comes here, before any work."""
-        structured = StructuredProblem(problem, self.structure, self.n_components,
+        structured = StructuredProblem(problem, self.structure, self._components(problem.m),
                                        self._identified, tuple(data.task_names))
         method = lookup(METHODS, legacy.value(self, "algorithm"), "ARMUL algorithm")
         return method.check(structured, self.backend), structured
@@ -308,7 +310,7 @@ class ARMUL(GLMTasks):
         scale = self._response_scale
         vanilla = self.structure == "vanilla"
         model = (formulation.build_vanilla_model(problem) if vanilla
-                 else formulation.build_clustered_model(problem, self.n_components))
+                 else formulation.build_clustered_model(problem, self._components(problem.m)))
         at_zero = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
         columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         # ``dual_bound_margin``: the rows SCIP derives from the objective reach its value at 0

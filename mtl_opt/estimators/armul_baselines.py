@@ -105,7 +105,8 @@ class DataPooling(_Baseline):
 
 
 class _Structured(_Baseline):
-    """Baselines with ``n_components`` (and seeded restarts): alternating exact blocks."""
+    """Baselines with ``n_components`` (capped at the number of tasks, ``_components``; and
+    seeded restarts): alternating exact blocks."""
 
     algorithm_name = "alternating"
 
@@ -128,7 +129,7 @@ class ClusteredMTL(_Structured):
     method = "clustered_mtl"
 
     def _run(self, problem):
-        run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
+        run = prox.clustered_mtl(problem, self._components(problem.m), self._anchors(problem),
                                  np.random.default_rng(self.seed), n_init=self.n_init,
                                  deadline=Deadline())   # the baselines take no time limit
         self.centers_, self.centers_intercept_ = self._to_original(
@@ -146,6 +147,6 @@ class LowRankMTL(_Structured):
         return False  # the rank constraint also binds the intercepts
 
     def _run(self, problem):
-        run = prox.lowrank_mtl(problem, self.n_components, self._anchors(problem))
+        run = prox.lowrank_mtl(problem, self._components(problem.m), self._anchors(problem))
         self.basis_ = np.linalg.qr(run.extra["basis"])[0]
         return run

@@ -41,6 +41,7 @@ from ..data.core import _check_finite
 from ..data.io import task_rows
 from ..errors import (
     InvalidDataError,
+    InvalidDataTypeError,
     InvalidParameterError,
     NotFittedError,
     SolverError,
@@ -614,7 +615,8 @@ def _validated(estimator, X, y=None, *, reset: bool, **options):
     try:
         return validate_data(estimator, *args, reset=reset, **options)
     except (ValueError, TypeError) as exc:
-        raise InvalidDataError(f"{type(estimator).__name__}: {exc}") from None
+        kind = InvalidDataTypeError if isinstance(exc, TypeError) else InvalidDataError
+        raise kind(f"{type(estimator).__name__}: {exc}") from None
 
 
 def _position(column, width: int, name: str) -> int:
