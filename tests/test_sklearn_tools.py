@@ -291,3 +291,55 @@ def test_every_estimator_takes_task_column_and_unseen(cls):
     est = cls(task_column="site", unseen="raise")
     assert est.get_params()["task_column"] == "site" and est.get_params()["unseen"] == "raise"
     assert clone(est).task_column == "site"
+
+
+# ---------------------------------------------------------------------------- classifiers
+@pytest.fixture(scope="module")
+def labels_frame():
+    """Four sites of pass / fail outcomes from per-site logistic models (not separable)."""
+    rng = np.random.default_rng(5)
+    parts = []
+    for k, site in enumerate(["north", "south", "east", "west"]):
+        X = rng.normal(size=(60, 2))
+        eta = X @ np.array([1.0, -0.5 + 0.3 * k]) + 0.2 * k
+        passed = rng.random(60) < 1 / (1 + np.exp(-eta))
+        parts.append(pd.DataFrame({"site": site, "x0": X[:, 0], "x1": X[:, 1],
+                                   "outcome": np.where(passed, "pass", "fail")}))
+    df = pd.concat(parts).sample(frac=1.0, random_state=2).reset_index(drop=True)
+    return df[["site", "x0", "x1"]], df["outcome"].to_numpy()
+
+
+def _auc(y01, score):
+    """ROC AUC by brute force over all (positive, negative) pairs, ties counting 1/2."""
+    pos, neg = score[y01 == 1], score[y01 == 0]
+    return np.mean((pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :]))
+
+
+@pytest.mark.parametrize("est", [MOLARLogistic(task_column="site"),
+                                 ARMUL(loss="logistic", task_column="site")], ids=["MOLARLogistic", "ARMUL"])
+def test_classifier_scorers_equal_a_hand_loop(est, labels_frame, routing):
+    X, outcome = labels_frame
+    metrics = ["accuracy", "roc_auc", "neg_log_loss"]
+    out = cross_validate(est, X, outcome, cv=CV, scoring=metrics)
+    y01 = (outcome == "pass").astype(float)   # classes_ = ["fail", "pass"]: "pass" is 1
+    for i, (train, test) in enumerate(CV.split(X)):
+        tr, te = X.iloc[train], X.iloc[test]
+        sites = list(dict.fromkeys(tr["site"]))
+        data = MultiTaskData([tr.loc[tr["site"] == s, ["x0", "x1"]].to_numpy() for s in sites],
+                             [y01[train][(tr["site"] == s).to_numpy()] for s in sites], sites)
+        fitted = clone(est).set_params(task_column=None).fit(data)
+        k = [sites.index(s) for s in te["site"]]
+        eta = np.einsum("ij,ij->i", te[["x0", "x1"]].to_numpy(), fitted.coef_[k]) + fitted.intercept_[k]
+        p = 1 / (1 + np.exp(-eta))
+        y = y01[test]
+        assert out["test_accuracy"][i] == pytest.approx(np.mean((eta > 0) == (y == 1)), abs=TOL)
+        assert out["test_roc_auc"][i] == pytest.approx(_auc(y, eta), abs=TOL)
+        log_loss = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
+        assert out["test_neg_log_loss"][i] == pytest.approx(-log_loss, abs=1e-9)
+    fitted = clone(est).fit(X, outcome)
+    assert list(fitted.classes_) == ["fail", "pass"]
+    assert set(fitted.predict(X)) <= {"fail", "pass"}
+    proba = fitted.predict_proba(X)
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-fitted.decision_function(X))),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(fitted.predict(X), np.where(proba[:, 1] > 0.5, "pass", "fail"))

@@ -24,11 +24,13 @@ is needed and missing, the error says how to give it: a search never gets a NaN 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import numbers
 import sys
 import time
+import types
 
 import numpy as np
 import sklearn.exceptions
@@ -67,6 +69,23 @@ API_CONSTRAINTS = {
 }
 #: The estimators with a global / centre model (``MTLEstimator._has_global_model``).
 WITH_GLOBAL_MODEL = "MOLAR, MOLARLogistic, ARMUL(structure='vanilla'), PooledOLS and DataPooling"
+
+
+class _classifier_method:
+    """A method that a classifier has and a regressor lacks (``MTLEstimator._is_classifier``):
+    on a regressor the attribute raises UnavailableMethodError, an AttributeError, so ``hasattr``
+    is False as scikit-learn expects, and the message names the fix (scikit-learn's
+    ``available_if`` would replace it by its own)."""
+
+    def __init__(self, method):
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __get__(self, estimator, owner=None):
+        if estimator is None:
+            return self
+        estimator._classifier_only(self.method.__name__)
+        return types.MethodType(self.method, estimator)
 
 
 class MTLEstimator(RegressorMixin, BaseEstimator):
@@ -482,24 +501,19 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             return scores
         return _each(scores, lambda s: self.classes_[(s > 0).astype(int)])
 
-    @property
-    def decision_function(self):
-        """A classifier's log-odds of ``classes_[1]``: ``decision_function(X, task=None, *,
-        unseen=None)``, shapes as in ``predict``.  A regressor has no such attribute (its
-        ``hasattr`` is False, as scikit-learn expects); asking names the fix."""
-        self._classifier_only("decision_function")
-        return lambda X, task=None, *, unseen=None: self._linear_predictor(X, task, unseen)
+    @_classifier_method
+    def decision_function(self, X, task=None, *, unseen: str | None = None):
+        """A classifier's log-odds of ``classes_[1]`` (arguments and shapes as in ``predict``)."""
+        return self._linear_predictor(X, task, unseen)
 
-    @property
-    def predict_proba(self):
-        """A classifier's class probabilities: ``predict_proba(X, task=None, *, unseen=None)``,
-        (n, 2) in the order of ``classes_`` (a list of (n_k, 2) for per-task input); absent on a
-        regressor, as ``decision_function``."""
-        self._classifier_only("predict_proba")
+    @_classifier_method
+    def predict_proba(self, X, task=None, *, unseen: str | None = None):
+        """A classifier's class probabilities, (n, 2) in the order of ``classes_`` (arguments as
+        in ``predict``; a list of (n_k, 2) arrays for per-task input)."""
         from scipy.special import expit
 
-        return lambda X, task=None, *, unseen=None: _each(
-            self._linear_predictor(X, task, unseen), lambda s: np.column_stack([expit(-s), expit(s)]))
+        return _each(self._linear_predictor(X, task, unseen),
+                     lambda s: np.column_stack([expit(-s), expit(s)]))
 
     def _classifier_only(self, name: str) -> None:
         if not self._is_classifier():
