@@ -26,6 +26,7 @@ from sklearn.model_selection import (
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from mtl_opt.cv import TaskKFold
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidDataError, InvalidParameterError
 from mtl_opt.estimators import ARMUL, ESTIMATORS, MOLAR, MOLARLogistic, PerTaskOLS, PooledOLS, SparseMTL
@@ -343,3 +344,17 @@ def test_classifier_scorers_equal_a_hand_loop(est, labels_frame, routing):
     np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-fitted.decision_function(X))),
                                rtol=0, atol=1e-12)
     np.testing.assert_array_equal(fitted.predict(X), np.where(proba[:, 1] > 0.5, "pass", "fail"))
+
+
+def test_task_kfold_reads_the_task_column(frame, routing):
+    df, y = frame
+    cv = TaskKFold(3, shuffle=True, random_state=0, task_column="site")
+    folds = list(cv.split(df))
+    for train, test in folds:   # every site in every fold
+        assert set(df["site"].iloc[test]) == set(df["site"]) == set(df["site"].iloc[train])
+    assert [t.tolist() for _, t in folds] == [t.tolist() for _, t in TaskKFold(
+        3, shuffle=True, random_state=0).split(df, task=df["site"])]
+    scores = cross_val_score(MOLAR(task_column="site"), df, y, cv=cv, scoring="r2")
+    np.testing.assert_allclose(scores, _by_hand(MOLAR(), df, y, folds, "r2"), rtol=0, atol=TOL)
+    with pytest.raises(InvalidDataError, match=r"TaskKFold\(task_column=\.\.\.\)"):
+        list(TaskKFold(3).split(df))

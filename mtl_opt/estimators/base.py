@@ -263,34 +263,13 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
     def _split_task(self, X, task):
         """(the design without the task column, the per-row labels): ``task`` itself, or the
         ``task_column`` of ``X`` when one is set (then ``task=`` is refused: one source)."""
-        column = self.task_column
-        if column is None:
+        if self.task_column is None:
             return X, task
-        name = type(self).__name__
         if task is not None:
             raise InvalidDataError(
-                f"{name} got task= labels and task_column={column!r}: pass one of them (with "
-                f"task_column the labels are read from X).")
-        if hasattr(X, "columns"):   # a DataFrame: by name, or by position with an int
-            columns = list(X.columns)
-            if isinstance(column, str) and column not in columns:
-                raise InvalidDataError(
-                    f"{name}(task_column={column!r}): X has no column {column!r} (columns: "
-                    f"{columns[:10]}{' ...' if len(columns) > 10 else ''}); pass X with the task "
-                    f"column, or task_column=None with task= labels.")
-            if not isinstance(column, str):
-                column = columns[_position(column, len(columns), name)]
-            return X.drop(columns=[column]), X[column].to_numpy()
-        if isinstance(column, str):
-            raise InvalidDataError(
-                f"{name}(task_column={column!r}) names a DataFrame column, but X is a "
-                f"{type(X).__name__}; pass a DataFrame, or an int column index as task_column.")
-        X = np.asarray(X)
-        if X.ndim != 2:
-            raise InvalidDataError(
-                f"{name}: expected a 2-D X holding the task column {column}; got shape {X.shape}.")
-        i = _position(column, X.shape[1], name)
-        return np.delete(X, i, axis=1), X[:, i]
+                f"{type(self).__name__} got task= labels and task_column={self.task_column!r}: "
+                f"pass one of them (with task_column the labels are read from X).")
+        return split_task_column(X, self.task_column, type(self).__name__)
 
     def _refuse_unscorable(self, X, task) -> None:
         """Refuse a fit inside scikit-learn's cross-validation whose scores could only fail, and
@@ -631,6 +610,32 @@ def _validated(estimator, X, y=None, *, reset: bool, **options):
     except (ValueError, TypeError) as exc:
         kind = InvalidDataTypeError if isinstance(exc, TypeError) else InvalidDataError
         raise kind(f"{type(estimator).__name__}: {exc}") from None
+
+
+def split_task_column(X, column, name: str):
+    """(X without its task column, the column's per-row labels): ``column`` a DataFrame column
+    name, or an int column index (negative from the end) of a DataFrame or an array; ``name``
+    (the owner, e.g. the estimator's class) prefixes the errors."""
+    if hasattr(X, "columns"):   # a DataFrame: by name, or by position with an int
+        columns = list(X.columns)
+        if isinstance(column, str) and column not in columns:
+            raise InvalidDataError(
+                f"{name}(task_column={column!r}): X has no column {column!r} (columns: "
+                f"{columns[:10]}{' ...' if len(columns) > 10 else ''}); pass X with the task "
+                f"column, or task_column=None with task= labels.")
+        if not isinstance(column, str):
+            column = columns[_position(column, len(columns), name)]
+        return X.drop(columns=[column]), X[column].to_numpy()
+    if isinstance(column, str):
+        raise InvalidDataError(
+            f"{name}(task_column={column!r}) names a DataFrame column, but X is a "
+            f"{type(X).__name__}; pass a DataFrame, or an int column index as task_column.")
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise InvalidDataError(
+            f"{name}: expected a 2-D X holding the task column {column}; got shape {X.shape}.")
+    i = _position(column, X.shape[1], name)
+    return np.delete(X, i, axis=1), X[:, i]
 
 
 def _position(column, width: int, name: str) -> int:
