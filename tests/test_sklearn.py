@@ -57,6 +57,8 @@ SEPARABLE = {name: InvalidDataError for name in [
     "check_methods_sample_order_invariance", "check_methods_subset_invariance",
     "check_dict_unchanged", "check_fit2d_predict1d"]} | {
     "check_positive_only_tag_during_fit": AssertionError, "check_fit2d_1feature": AssertionError}
+if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 8):
+    SEPARABLE["check_dtype_object"] = InvalidDataError   # its labels: a threshold of one feature
 
 #: The one list of scikit-learn checks that do not apply, with the reason and what they raise:
 #: check name -> (reason, exception), for every estimator (key None) or one (its repr).  Each
