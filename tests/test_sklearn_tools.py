@@ -358,3 +358,14 @@ def test_task_kfold_reads_the_task_column(frame, routing):
     np.testing.assert_allclose(scores, _by_hand(MOLAR(), df, y, folds, "r2"), rtol=0, atol=TOL)
     with pytest.raises(InvalidDataError, match=r"TaskKFold\(task_column=\.\.\.\)"):
         list(TaskKFold(3).split(df))
+
+
+def test_the_global_model_list_in_messages_is_the_estimators_own():
+    """WITH_GLOBAL_MODEL (quoted by the refusals) names exactly the estimators whose
+    parameters give a global / centre model, which unseen='global' then uses."""
+    from mtl_opt.estimators.base import WITH_GLOBAL_MODEL
+
+    named = {part.split("(")[0].strip() for part in WITH_GLOBAL_MODEL.replace(" and ", ", ").split(",")}
+    with_one = {cls.__name__ for cls in [*ESTIMATORS.values(), MOLARLogistic] if cls()._has_global_model()}
+    assert named == with_one
+    assert not ARMUL("clustered", n_components=2)._has_global_model()
