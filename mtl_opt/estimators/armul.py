@@ -169,7 +169,7 @@ class ARMUL(GLMTasks):
     c : float >= 0, default=1.0
         Penalty scale; tune over ``PAPER_C_GRID`` with ``cross_validate``.
     loss : {"squared", "logistic"}, default="squared"
-        Logistic needs labels in {0, 1}.
+        Logistic: a binary classifier (``classes_``: any two labels, the second coded 1).
     algorithm : {"prox", "exact"}, default="prox"
         A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
         ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a

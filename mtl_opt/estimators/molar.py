@@ -116,7 +116,7 @@ class MOLAR(MTLEstimator):
     centred and scaled to [-1, 1].
     Thresholding is a closed-form map and has no optimization gap.
     For d > n_m in most tasks use ``MOLARHighDim`` (LASSO debiasing, Appendix E),
-    for 0/1 labels ``MOLARLogistic`` (Appendix G).
+    for binary labels ``MOLARLogistic`` (Appendix G, a classifier).
     ``conf_int(alpha)`` gives Appendix F's entry-wise confidence intervals.
     """
 
