@@ -15,6 +15,7 @@ import sklearn
 from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.inspection import permutation_importance
+from sklearn.metrics import make_scorer, mean_squared_error
 from sklearn.model_selection import (
     GridSearchCV,
     GroupKFold,
@@ -230,11 +231,17 @@ def test_an_int_task_column_reads_an_array(frame, routing):
 def test_task_keyword_without_a_scorer_that_gets_it_is_our_error(frame, routing):
     df, y = frame
     X, site = df[FEATURES], df["site"]
-    with pytest.raises(ValueError, match="(?s)All the 6 fits failed.*scorer will not get task"):
+    with pytest.raises(ValueError, match="(?s)All the 6 fits failed.*predictions for the score will not get task"):
         GridSearchCV(MOLAR(), {"c_gamma": [0.5, 1.0]}, cv=CV,
                      scoring="neg_mean_squared_error").fit(X, y, task=site)
     with pytest.raises(ValueError, match="(?s)All the 3 fits failed.*task_column"):
         cross_val_score(MOLAR(), X, y, cv=CV, scoring="r2", params={"task": site})
+    # a scorer that requests task hands it to its metric, not to predict
+    scorer = make_scorer(mean_squared_error, greater_is_better=False)
+    if routing:
+        scorer = scorer.set_score_request(task=True)
+    with pytest.raises(ValueError, match="(?s)All the 3 fits failed.*not the estimator's own score"):
+        cross_val_score(MOLAR(), X, y, cv=CV, scoring=scorer, params={"task": site})
     if routing:   # the default scoring (the estimator's score) is handed task: it works
         scores = cross_val_score(MOLAR(), X, y, cv=CV, params={"task": site})
         np.testing.assert_allclose(scores, _by_hand(MOLAR(), df, y, list(CV.split(df)), "r2"),

@@ -282,11 +282,12 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             return
         fix = (f"or put the label in X and name it, {type(self).__name__}(task_column=...), "
                f"which every scorer and splitter then reads without routing.")
-        if task is not None and self.task_column is None and "task" not in fold["score_params"]:
+        if task is not None and self.task_column is None and not fold["scored_with_task"]:
             raise InvalidDataError(
                 f"{type(self).__name__}.fit got task= in scikit-learn's cross-validation, but its "
-                f"scorer will not get task (metadata routing is off, or the scorer does not "
-                f"request it), so every score would fail: enable routing "
+                f"predictions for the score will not get task (metadata routing is off, or the "
+                f"scorer is not the estimator's own score: a scorer hands task to its metric, not "
+                f"to predict), so every score would fail: enable routing "
                 f"(sklearn.set_config(enable_metadata_routing=True)) with the default scoring, "
                 + fix)
         tested = self._fold_labels(fold)
@@ -308,7 +309,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """The task labels of the test rows of a cross-validation ``fold`` (``_cv_fold``): the
         scorer's ``task``, or the ``task_column`` of the test rows; None when neither is known
         (e.g. a pipeline step renamed the column)."""
-        if "task" in fold["score_params"]:
+        if fold["scored_with_task"]:
             return fold["score_params"]["task"]
         if self.task_column is None:
             return None
@@ -654,20 +655,32 @@ def _as_labels(task) -> list[str]:
 
 def _cv_fold() -> dict | None:
     """The split that scikit-learn's cross-validation is fitting on right now (its
-    ``_fit_and_score`` frame, the innermost one on the stack: ``X``, ``test`` rows and the
-    ``score_params`` its scorer will get), or None outside one (or in a scikit-learn that names
-    them otherwise: then nothing is refused)."""
+    ``_fit_and_score`` frame, the innermost one on the stack: ``X``, ``test`` rows, the
+    ``score_params`` its scorer will get, and ``scored_with_task``: whether the score's
+    predictions get ``task``, which only the estimator's own score, scikit-learn's
+    ``_PassthroughScorer``, hands on), or None outside one (or in a scikit-learn that names them
+    otherwise: then nothing is refused)."""
     frame = sys._getframe(1)
     while frame is not None:
         if (frame.f_code.co_name == "_fit_and_score"
                 and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):
             local = frame.f_locals
-            if not {"X", "test", "score_params"} <= set(local):
+            if not {"X", "test", "scorer", "score_params"} <= set(local):
                 return None
-            return {"X": local["X"], "test": local["test"],
-                    "score_params": local["score_params"] or {}}
+            params = local["score_params"] or {}
+            return {"X": local["X"], "test": local["test"], "score_params": params,
+                    "scored_with_task": "task" in params and _passes_task(local["scorer"])}
         frame = frame.f_back
     return None
+
+
+def _passes_task(scorer) -> bool:
+    """Whether a scikit-learn scorer hands ``task`` to the estimator: its own score does
+    (``_PassthroughScorer``), a metric's scorer hands it to the metric; a multi-metric scorer
+    (``cross_val_score`` wraps every scorer in one) when all of its scorers do."""
+    if type(scorer).__name__ == "_MultimetricScorer":
+        return all(_passes_task(one) for one in getattr(scorer, "_scorers", {None: None}).values())
+    return type(scorer).__name__ == "_PassthroughScorer"
 
 
 def _labels(task, n: int, fitted: list[str], name: str) -> list[str]:
