@@ -40,7 +40,7 @@ from tqdm import tqdm
 from . import interrupts
 from .data import MultiTaskData
 from .errors import InvalidDataError, InvalidParameterError
-from .estimators.base import MTLEstimator
+from .estimators.base import MTLEstimator, split_task_column
 from .metrics import task_rmse
 
 __all__ = ["CVResult", "RULES", "SCORINGS", "TaskKFold", "cross_validate", "default_simplicity",
@@ -237,17 +237,25 @@ def _clone(estimator: MTLEstimator, params: Mapping) -> MTLEstimator:
 
 class TaskKFold(StratifiedKFold):
     """K-fold split stratified by task for scikit-learn's searches: every task has rows in every
-    fold, as in ``cross_validate``.  It takes the per-row ``task`` labels, requested through
+    fold, as in ``cross_validate``.  It reads the per-row task labels from X's ``task_column``
+    (as the estimators do: no routing needed), or takes them as ``task``, requested through
     metadata routing: ``sklearn.set_config(enable_metadata_routing=True)``, then
     ``GridSearchCV(est, grid, cv=TaskKFold(5)).fit(X, y, task=labels)``."""
 
     __metadata_request__split = {"task": True}
 
+    def __init__(self, n_splits=5, *, shuffle=False, random_state=None, task_column=None):
+        super().__init__(n_splits, shuffle=shuffle, random_state=random_state)
+        self.task_column = task_column
+
     def split(self, X, y=None, groups=None, task=None):
         """Train and test rows of each fold (``groups``: not used, as in StratifiedKFold)."""
+        if task is None and self.task_column is not None:
+            task = split_task_column(X, self.task_column, "TaskKFold")[1]
         if task is None:
             raise InvalidDataError(
-                "TaskKFold.split needs task= (one label per row); enable metadata routing "
+                "TaskKFold.split needs the task of each row: name X's task column, "
+                "TaskKFold(task_column=...), or pass task= with metadata routing on "
                 "(sklearn.set_config(enable_metadata_routing=True)) so a search passes it on.")
         return super().split(X, np.asarray([str(v) for v in np.asarray(task).tolist()]))
 

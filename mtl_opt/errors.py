@@ -14,6 +14,11 @@ class InvalidDataError(MTLOptError, ValueError):
     """The data set is malformed: shapes, non-finite values, empty tasks, names."""
 
 
+class InvalidDataTypeError(InvalidDataError, TypeError):
+    """The data hold a value that cannot be a number (e.g. a dict in a design); also a
+    TypeError, as numpy's own refusal of it is."""
+
+
 class InvalidParameterError(MTLOptError, ValueError):
     """A hyperparameter or option has the wrong type or is out of range."""
 

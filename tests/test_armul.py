@@ -141,9 +141,11 @@ def test_large_c_pools_and_zero_c_separates():
 def test_logistic_predictions_and_center():
     Xs, ys = random_tasks(5, "logistic")
     est = ARMUL(loss="logistic", c=0.5).fit(as_data(Xs, ys))
-    proba = est.predict_proba(Xs)
-    assert all(np.all((p > 0) & (p < 1)) for p in proba)
-    assert all(np.array_equal(lab, (p >= 0.5).astype(float)) for lab, p in zip(est.predict(Xs), proba))
+    proba = est.predict_proba(Xs)   # (n_k, 2) per task: P(0), P(1)
+    assert all(np.all((p > 0) & (p < 1)) and np.allclose(p.sum(axis=1), 1) for p in proba)
+    assert all(np.array_equal(lab, (p[:, 1] > 0.5).astype(float)) for lab, p in zip(est.predict(Xs), proba))
+    eta = [X @ c + b for X, c, b in zip(Xs, est.coef_, est.intercept_)]
+    assert all(np.allclose(p[:, 1], 1 / (1 + np.exp(-e)), rtol=0, atol=1e-12) for p, e in zip(proba, eta))
     assert est.center_.shape == (5,) and isinstance(est.center_intercept_, float)
 
 
@@ -201,9 +203,8 @@ def test_baselines_report_their_one_algorithm_and_no_backend():
 
 @pytest.mark.parametrize("kwargs, data_kind, match", [
     ({"c": -1.0}, "squared", "'c' parameter of ARMUL"),
-    ({"structure": "clustered", "n_components": 9}, "squared", "n_components=9 exceeds"),
     ({"structure": "clustered"}, "squared", "needs n_components"),
-    ({"loss": "logistic"}, "squared", "labels in"),
+    ({"loss": "logistic"}, "squared", "Unknown label type: continuous"),
     ({"structure": "lowrank", "n_components": 2, "algorithm": "exact"}, "squared", "no exact method"),
     ({"backend": "scip"}, "squared", "no backend"),
     ({"algorithm": "scip"}, "squared", "'algorithm' parameter of ARMUL"),
@@ -215,12 +216,16 @@ def test_bad_input_is_a_clear_error(kwargs, data_kind, match):
         ARMUL(**kwargs).fit(data)
 
 
-def test_predict_proba_needs_logistic_and_components_bound_baselines():
-    data = as_data(*random_tasks(0, "squared"))
+def test_predict_proba_needs_logistic_and_components_are_capped_at_the_tasks():
+    data = as_data(*random_tasks(0, "squared"))   # 5 tasks
     with pytest.raises(InvalidParameterError, match="loss='logistic'"):
         ARMUL().fit(data).predict_proba(data)
-    with pytest.raises(InvalidParameterError, match="exceeds"):
-        LowRankMTL(6).fit(data)
+    # at most 9 clusters (or rank 9) of 5 tasks is at most 5: the same problem, the same fit
+    for more, five in ((LowRankMTL(9), LowRankMTL(5)), (ClusteredMTL(9, seed=0), ClusteredMTL(5, seed=0)),
+                       (ARMUL("clustered", n_components=9, seed=0), ARMUL("clustered", n_components=5, seed=0))):
+        a, b = more.fit(data), five.fit(data)
+        np.testing.assert_array_equal(a.coef_, b.coef_)
+        assert a.result_.objective == b.result_.objective and a.result_.lower_bound == b.result_.lower_bound
 
 
 def test_simulation_follows_section_5_1():

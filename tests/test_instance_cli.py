@@ -225,7 +225,6 @@ def test_shipped_sparse_instances_solve(tmp_path, instance):
 
 @pytest.mark.parametrize("line, phrase", [
     ("s = 0", "'s' parameter"),
-    ("s = 31", "s must be an int in [1, p]"),
     ("lambda_ridge = -0.1", "'lambda_ridge' parameter"),
     ('variant = "lasso"', "'variant' parameter"),
     ("lambda_bbar = 0.1", "has no bbar term"),

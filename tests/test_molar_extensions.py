@@ -327,12 +327,16 @@ def test_molar_logistic_follows_algorithm_4_and_beats_per_task_mle():
 def test_molar_logistic_probabilities_and_label_errors():
     data, _ = logistic_problem(0, M=3, n=300)
     model = MOLARLogistic().fit(data)
-    proba = model.predict_proba(data)
+    proba = model.predict_proba(data)   # (n_k, 2) per task: P(0), P(1)
     assert all(np.all((p > 0) & (p < 1)) for p in proba)
-    assert np.allclose(proba[0], 1 / (1 + np.exp(-(data.Xs[0] @ model.coef_[0] + model.intercept_[0]))))
-    bad = MultiTaskData(data.Xs, [y * 2 for y in data.ys])
-    with pytest.raises(InvalidDataError, match="labels 0 and 1"):
-        MOLARLogistic().fit(bad)
+    assert np.allclose(proba[0][:, 1], 1 / (1 + np.exp(-(data.Xs[0] @ model.coef_[0] + model.intercept_[0]))))
+    assert np.allclose(proba[0].sum(axis=1), 1)
+    three = MultiTaskData(data.Xs, [y + (np.arange(len(y)) == 0) * 2 for y in data.ys])
+    with pytest.raises(InvalidDataError, match="binary classifier.*3 class"):
+        MOLARLogistic().fit(three)
+    one_class = MultiTaskData(data.Xs, [data.ys[0], np.zeros_like(data.ys[1]), data.ys[2]])
+    with pytest.raises(InvalidDataError, match="both classes in every task"):
+        MOLARLogistic().fit(one_class)
     X = data.Xs[0]
     separable = MultiTaskData([X, X], [(X[:, 0] > 0).astype(float)] * 2)
     with pytest.raises(InvalidDataError, match="separable"):

@@ -222,7 +222,7 @@ def test_molar_logistic_fills_a_constant_column_and_refuses_a_separable_small_ta
     assert model.result_.unidentified == [["task0", "x1"]]
     assert model.coef_[0, 1] == model.global_coef_[1]
     A = np.column_stack([np.ones(300), Xs[0][:, 0]])  # task 0's linear predictor is its own MLE's
-    eta = model.predict(MultiTaskData(Xs, ys))[0]
+    eta = model.decision_function(MultiTaskData(Xs, ys))[0]
     own = np.linalg.lstsq(A, eta, rcond=None)[0]
     assert np.allclose(A @ own, eta, atol=1e-9) and np.allclose(own[1], model.mle_coef_[0, 0], atol=1e-9)
     small = MultiTaskData([rng.normal(size=(3, 2))] + Xs[1:], [np.array([0.0, 1.0, 1.0])] + ys[1:])

@@ -5,7 +5,6 @@ Numbers are checked against fits on the same rows given as a MultiTaskData, and 
 standardization and predictions computed here with numpy.
 """
 
-import inspect
 import json
 import sys
 
@@ -41,40 +40,46 @@ CLASSES = sorted([*ESTIMATORS.values(), MOLARLogistic], key=lambda cls: cls.__na
 FEATURES = ["age", "income", "score", "hours"]
 
 
-def _instance(cls):
-    """The instance scikit-learn's checks run on: the defaults, except where they need more
-    than the checks' one task and few features (s <= p, n_components <= tasks)."""
-    return {SparseMTL: SparseMTL(s=1), ClusteredMTL: ClusteredMTL(1),
-            LowRankMTL: LowRankMTL(1)}.get(cls, cls())
+#: The instances scikit-learn's checks run on: every estimator class with its defaults (they
+#: fit any shape the checks use: s and n_components are capped at the data's features and
+#: tasks), and the classifiers: MOLARLogistic's defaults and every GLM estimator with the
+#: logistic loss, checked as classifiers.
+INSTANCES = [cls() for cls in CLASSES] + [cls(loss="logistic") for cls in CLASSES
+                                          if "loss" in cls.param_names()]
 
+#: The checks that fit MOLARLogistic on labels the features separate (scikit-learn's blobs and
+#: iris halves), where the logistic MLE of MOLAR-GLM does not exist: the fit is refused with an
+#: InvalidDataError naming ARMUL(loss='logistic'); two checks catch it and assert.
+SEPARABLE = {name: InvalidDataError for name in [
+    "check_estimators_overwrite_params", "check_dont_overwrite_parameters",
+    "check_estimators_fit_returns_self", "check_readonly_memmap_input", "check_pipeline_consistency",
+    "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_classifiers_classes",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance",
+    "check_dict_unchanged", "check_fit2d_predict1d"]} | {
+    "check_positive_only_tag_during_fit": AssertionError, "check_fit2d_1feature": AssertionError}
+if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 8):
+    SEPARABLE["check_dtype_object"] = InvalidDataError   # its labels: a threshold of one feature
 
-#: The one list of scikit-learn checks that do not apply, with the reason.  Everything else in
-#: ``sklearn.utils.estimator_checks`` runs on every estimator below.
+#: The one list of scikit-learn checks that do not apply, with the reason and what they raise:
+#: check name -> (reason, exception), for every estimator (key None) or one (its repr).  Each
+#: runs as xfail(strict=True), so a check that starts passing fails here and leaves the list.
 NOT_APPLICABLE = {
-    "check_dtype_object": "a design holding a non-number (a dict) is refused with mtl_opt's "
-                          "InvalidDataError (a ValueError), as every bad input is; the check "
-                          "wants numpy's TypeError",
-    "check_array_api_input": "mtl_opt computes in numpy float64 and claims no Array API "
-                             "support (scikit-learn skips this check unless SCIPY_ARRAY_API=1)",
-}
-#: Estimators the regressor checks do not apply to at all.
-NOT_CHECKED = {
-    MOLARLogistic: "0/1 labels only (MOLAR-GLM for logistic regression): the regressor checks "
-                   "feed it continuous targets",
+    None: {"check_array_api_input": (
+        "mtl_opt computes in numpy float64 and claims no Array API support (scikit-learn skips "
+        "this check unless SCIPY_ARRAY_API=1)", Exception)},
+    "MOLARLogistic()": {name: ("separable labels: no logistic MLE exists, so the fit is refused",
+                               raises) for name, raises in SEPARABLE.items()},
 }
 
 
-def _expected_failed_checks(estimator):
-    return NOT_APPLICABLE
+def _not_applicable(estimator, name: str):
+    return {**NOT_APPLICABLE[None], **NOT_APPLICABLE.get(repr(estimator), {})}.get(name)
 
 
 def _sklearn_checks():
-    """``parametrize_with_checks`` over every estimator, the inapplicable checks marked with their
-    reason (``expected_failed_checks`` from scikit-learn 1.6; before that, in the test)."""
-    estimators = [_instance(cls) for cls in CLASSES if cls not in NOT_CHECKED]
-    if "expected_failed_checks" in inspect.signature(parametrize_with_checks).parameters:
-        return parametrize_with_checks(estimators, expected_failed_checks=_expected_failed_checks)
-    mark = parametrize_with_checks(estimators)   # its cases as a generator, which pytest deprecates
+    """``parametrize_with_checks`` over ``INSTANCES`` (its cases as a list: before 1.6 they are
+    a generator, which pytest deprecates)."""
+    mark = parametrize_with_checks(INSTANCES)
     return pytest.mark.parametrize(*mark.args[:1], list(mark.args[1]), *mark.args[2:], **mark.kwargs)
 
 
@@ -85,10 +90,20 @@ def _check_name(check) -> str:
 
 
 @_sklearn_checks()
-def test_sklearn_estimator_checks(estimator, check):
-    if _check_name(check) in NOT_APPLICABLE:   # scikit-learn < 1.6 has no expected_failed_checks
-        pytest.xfail(NOT_APPLICABLE[_check_name(check)])
+def test_sklearn_estimator_checks(estimator, check, request):
+    known = _not_applicable(estimator, _check_name(check))
+    if known is not None:
+        reason, raises = known
+        request.applymarker(pytest.mark.xfail(strict=True, raises=raises, reason=reason))
     check(estimator)
+
+
+def test_classifiers_are_classifiers_and_regressors_are_not():
+    for est in INSTANCES:
+        logistic = isinstance(est, MOLARLogistic) or getattr(est, "loss", None) == "logistic"
+        assert sklearn.base.is_classifier(est) == logistic, est
+        assert sklearn.base.is_regressor(est) != logistic, est
+        assert hasattr(est, "predict_proba") == hasattr(est, "decision_function") == logistic, est
 
 
 # ------------------------------------------------------------------------------- parameters
@@ -104,7 +119,7 @@ def test_clone_round_trips(cls):
         assert twin.get_params(deep=False)[name] == value, name
     assert repr(twin) == repr(est)
     assert "<style>" in est._repr_html_()
-    assert sklearn.base.is_regressor(est)
+    assert sklearn.base.is_regressor(est) != (cls is MOLARLogistic)
 
 
 def test_nested_solve_options_are_set_as_a_new_record():
@@ -322,3 +337,19 @@ def test_to_frame_without_pandas_says_how_to_get_it(frame, monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)   # import pandas fails
     with pytest.raises(ImportError, match=r"mtl_opt\[pandas\]"):
         result.to_frame()
+
+
+def test_defaults_are_capped_at_the_data_shape(frame):
+    """s >= p leaves every feature free (4 features here): SparseMTL(s=10) is s=4, which with no
+    penalty is each task's own least squares, computed here with numpy; n_components is capped
+    at the number of tasks (3 here)."""
+    data = _same_rows(frame)
+    capped = SparseMTL(variant="l0l2", s=10).fit(data)
+    np.testing.assert_array_equal(capped.coef_, SparseMTL(variant="l0l2", s=4).fit(data).coef_)
+    for k, (X, y) in enumerate(zip(data.Xs, data.ys)):
+        A = np.column_stack([np.ones(len(X)), X])
+        own = np.linalg.lstsq(A, y, rcond=None)[0]
+        np.testing.assert_allclose(capped.coef_[k], own[1:], rtol=0, atol=1e-8)
+        np.testing.assert_allclose(capped.intercept_[k], own[0], rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(ClusteredMTL(7, seed=0).fit(data).coef_,
+                                  ClusteredMTL(3, seed=0).fit(data).coef_)

@@ -16,7 +16,7 @@ _HOME = {"ARMUL": "armul", "ClusteredMTL": "armul_baselines", "DataPooling": "ar
          "MOLARLogistic": "molar_variants", "SparseMTL": "sparse"}
 
 #: Instance-file method name (each class's ``method``) -> class name.  Regression estimators
-#: only: MOLARLogistic (0/1 labels) is imported from here but not offered to instance files.
+#: only: MOLARLogistic (a classifier) is imported from here but not offered to instance files.
 _METHODS = {"molar": "MOLAR", "molar_hd": "MOLARHighDim", "ols": "PerTaskOLS",
             "pooled_ols": "PooledOLS", "lasso": "PerTaskLasso", "rm": "RobustMultitask",
             "ml": "MedianLasso", "sparse_mtl": "SparseMTL", "armul": "ARMUL",

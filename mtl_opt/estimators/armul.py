@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from scipy.special import expit
 
 from .. import legacy
 from ..data import MultiTaskData
 from ..data.scaling import fit_scaler
-from ..errors import InvalidParameterError, UnavailableMethodError
+from ..errors import InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..reductions import Responses, ResponseScale
@@ -129,50 +128,18 @@ class GLMTasks(MTLEstimator):
         pooled = glm.group_fit(problem, np.arange(problem.m))
         return glm.task_fits(problem, self._identified, pooled)
 
+    def _components(self, n_tasks: int) -> int | None:
+        """The clusters or rank fitted: ``n_components`` capped at the number of tasks (at most
+        that many clusters, or rank, is the same problem), None for none."""
+        return None if self.n_components is None else min(self.n_components, n_tasks)
+
     def _check_fit(self, data: MultiTaskData) -> None:
-        if self.n_components is not None and self.n_components > data.n_tasks:
-            raise InvalidParameterError(
-                f"n_components={self.n_components} exceeds the number of tasks ({data.n_tasks}) "
-                f"in {type(self).__name__}; use at most {data.n_tasks}.")
         # constant features, labels of the logistic loss; the fit takes it (``_checked_problem``)
         self._checked = (data, self._problem(data))
 
-    def _scores(self, X, task=None, *, unseen="raise"):
-        """Linear predictors b_j + X_j theta_j (arguments and shapes as in ``predict``)."""
-        return super().predict(X, task, unseen=unseen)
-
-    def predict(self, X, task=None, *, unseen="raise"):
-        """Responses (squared loss) or labels in {0, 1} (logistic loss); arguments, shapes and
-        ``unseen`` as in ``MTLEstimator.predict``."""
-        scores = self._scores(X, task, unseen=unseen)
-        return scores if self.loss == "squared" else _each(scores, lambda s: (s >= 0).astype(float))
-
-    @property
-    def decision_function(self):
-        """Linear predictors b_j + X_j theta_j: ``decision_function(X, task=None, *,
-        unseen="raise")``, shapes as in ``predict`` (logistic loss only; with the squared loss
-        they are ``predict``, and the attribute is absent, as scikit-learn expects)."""
-        self._logistic_only("decision_function")
-        return self._scores
-
-    @property
-    def predict_proba(self):
-        """P(y = 1): ``predict_proba(X, task=None, *, unseen="raise")``, shapes as in
-        ``predict`` (logistic loss only; with another the attribute is absent)."""
-        self._logistic_only("predict_proba")
-        return lambda X, task=None, *, unseen="raise": _each(
-            self._scores(X, task, unseen=unseen), expit)
-
-    def _logistic_only(self, name: str) -> None:
-        if self.loss != "logistic":
-            raise UnavailableMethodError(
-                f"{name} needs loss='logistic'; this {type(self).__name__} uses "
-                f"loss={self.loss!r}.")
-
-
-def _each(out, f):
-    """``f`` applied to a prediction: one array (long format) or a list of per-task arrays."""
-    return [f(a) for a in out] if isinstance(out, list) else f(out)
+    def _is_classifier(self) -> bool:
+        """The logistic loss makes a binary classifier (``MTLEstimator``)."""
+        return self.loss == "logistic"
 
 
 COMMON_CONSTRAINTS = {
@@ -197,11 +164,12 @@ class ARMUL(GLMTasks):
     ----------
     structure : {"vanilla", "clustered", "lowrank"}, default="vanilla"
     n_components : int or None, default=None
-        Clusters or rank; required for clustered / low-rank, at most the number of tasks.
+        Clusters or rank; required for clustered / low-rank.  Capped at the number of tasks
+        (at most that many clusters, or that rank, is the same problem).
     c : float >= 0, default=1.0
         Penalty scale; tune over ``PAPER_C_GRID`` with ``cross_validate``.
     loss : {"squared", "logistic"}, default="squared"
-        Logistic needs labels in {0, 1}.
+        Logistic: a binary classifier (``classes_``: any two labels, the second coded 1).
     algorithm : {"prox", "exact"}, default="prox"
         A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
         ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a
@@ -276,7 +244,10 @@ class ARMUL(GLMTasks):
 
     def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
                  algorithm="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
-                 max_iter=20000, seed=None, solve_options=None, solver=None):
+                 max_iter=20000, seed=None, solve_options=None, solver=None,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.structure = structure
         self.n_components = n_components
         self.c = c
@@ -294,9 +265,9 @@ class ARMUL(GLMTasks):
     def _level_moves_intercepts_only(self) -> bool:
         return self.fit_intercept and self.structure != "lowrank"
 
-    def _global_model(self):
+    def _has_global_model(self) -> bool:
         """The vanilla centre; clustered and low-rank fits have no one global model."""
-        return super()._global_model() if self.structure == "vanilla" else None
+        return self.structure == "vanilla"
 
     def _uses_identified(self) -> bool:
         return STRUCTURES[self.structure].local_search   # anchors; the clustered model's check
@@ -304,7 +275,7 @@ class ARMUL(GLMTasks):
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
         """The method ``algorithm`` (or its deprecated name, ``legacy``) names, and ``problem`` with
         its structure; every refusal of the method comes here, before any work."""
-        structured = StructuredProblem(problem, self.structure, self.n_components,
+        structured = StructuredProblem(problem, self.structure, self._components(problem.m),
                                        self._identified, tuple(data.task_names))
         method = lookup(METHODS, legacy.value(self, "algorithm"), "ARMUL algorithm")
         return method.check(structured, self.backend), structured
@@ -339,7 +310,7 @@ class ARMUL(GLMTasks):
         scale = self._response_scale
         vanilla = self.structure == "vanilla"
         model = (formulation.build_vanilla_model(problem) if vanilla
-                 else formulation.build_clustered_model(problem, self.n_components))
+                 else formulation.build_clustered_model(problem, self._components(problem.m)))
         at_zero = problem.objective(np.zeros((problem.m, problem.d)), np.zeros(problem.d))
         columns = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
         # ``dual_bound_margin``: the rows SCIP derives from the objective reach its value at 0

@@ -42,7 +42,10 @@ class _Baseline(GLMTasks):
     #: The one algorithm of the baseline (its FitResult's ``algorithm``; no backend).
     algorithm_name = "newton"
 
-    def __init__(self, *, loss="squared", fit_intercept=True, standardize=True):
+    def __init__(self, *, loss="squared", fit_intercept=True, standardize=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.loss = loss
         self.fit_intercept = fit_intercept
         self.standardize = standardize
@@ -90,6 +93,9 @@ class DataPooling(_Baseline):
     method, coupling, n_components = "pooling", "pooled", None
     identification = None  # one model for all: no task stands alone
 
+    def _has_global_model(self) -> bool:
+        return True
+
     def _global_model(self):
         return self.coef_[0], float(self.intercept_[0])   # every task's model is the pooled one
 
@@ -99,7 +105,8 @@ class DataPooling(_Baseline):
 
 
 class _Structured(_Baseline):
-    """Baselines with ``n_components`` (and seeded restarts): alternating exact blocks."""
+    """Baselines with ``n_components`` (capped at the number of tasks, ``_components``; and
+    seeded restarts): alternating exact blocks."""
 
     algorithm_name = "alternating"
 
@@ -108,8 +115,9 @@ class _Structured(_Baseline):
                          "seed": [OneOf((None,)), Interval(0, None, integer=True)]}
 
     def __init__(self, n_components=2, *, loss="squared", fit_intercept=True, standardize=True,
-                 n_init=10, seed=None):
-        super().__init__(loss=loss, fit_intercept=fit_intercept, standardize=standardize)
+                 n_init=10, seed=None, task_column=None, unseen="raise"):
+        super().__init__(loss=loss, fit_intercept=fit_intercept, standardize=standardize,
+                         task_column=task_column, unseen=unseen)
         self.n_components = n_components
         self.n_init = n_init
         self.seed = seed
@@ -121,7 +129,7 @@ class ClusteredMTL(_Structured):
     method = "clustered_mtl"
 
     def _run(self, problem):
-        run = prox.clustered_mtl(problem, self.n_components, self._anchors(problem),
+        run = prox.clustered_mtl(problem, self._components(problem.m), self._anchors(problem),
                                  np.random.default_rng(self.seed), n_init=self.n_init,
                                  deadline=Deadline())   # the baselines take no time limit
         self.centers_, self.centers_intercept_ = self._to_original(
@@ -139,6 +147,6 @@ class LowRankMTL(_Structured):
         return False  # the rank constraint also binds the intercepts
 
     def _run(self, problem):
-        run = prox.lowrank_mtl(problem, self.n_components, self._anchors(problem))
+        run = prox.lowrank_mtl(problem, self._components(problem.m), self._anchors(problem))
         self.basis_ = np.linalg.qr(run.extra["basis"])[0]
         return run

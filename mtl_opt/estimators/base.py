@@ -11,27 +11,47 @@ Data come in two shapes: a ``MultiTaskData``, or scikit-learn's long format
 ``groups``; without it every row is one task).  ``task`` is requested by default from
 ``fit``, ``predict`` and ``score`` through scikit-learn's metadata routing, so with
 ``sklearn.set_config(enable_metadata_routing=True)`` a search or a pipeline hands it on.
+
+Or the label travels inside X, so that scikit-learn needs no routing at all: every estimator
+takes ``task_column`` (a DataFrame column name, or an int column index), read in ``fit``,
+``predict`` and ``score`` and left out of the features; every scorer, splitter and search then
+works with scikit-learn's defaults.  ``unseen`` ("raise" or "global") says what ``predict`` does
+with a task not seen in fit, so leave-task-out splitters can score new tasks.  Where a task label
+is needed and missing, the error says how to give it: a search never gets a NaN score from us
+(``_refuse_unscorable``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import inspect
+import numbers
+import sys
 import time
+import types
 
 import numpy as np
 import sklearn.exceptions
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.metrics import r2_score
+from sklearn.metrics import accuracy_score, r2_score
 
 from .. import interrupts, legacy
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
-from ..errors import InvalidDataError, InvalidParameterError, MTLOptError, NotFittedError, SolverError
+from ..errors import (
+    InvalidDataError,
+    InvalidDataTypeError,
+    InvalidParameterError,
+    MTLOptError,
+    NotFittedError,
+    SolverError,
+    UnavailableMethodError,
+)
 from ..identifiability import check_some_signal, named_pairs
-from ..params import BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate_attributes
+from ..params import NONE, BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate, validate_attributes
 from ..deadline import Deadline, DeadlineReached
 from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
@@ -40,16 +60,60 @@ from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
 
+#: The parameters every estimator takes for scikit-learn's tools (each ``__init__`` lists them
+#: last, keyword-only): where the per-row task label is read from, and what ``predict`` does with
+#: a task not seen in fit.  ``MTLEstimator.__init_subclass__`` adds them to every class's
+#: ``param_constraints``.
+API_CONSTRAINTS = {
+    "task_column": [NONE, InstanceOf((str, numbers.Integral), "a column name or an int column index")],
+    "unseen": [OneOf(("raise", "global"))],
+}
+#: The estimators with a global / centre model (``MTLEstimator._has_global_model``).
+WITH_GLOBAL_MODEL = "MOLAR, MOLARLogistic, ARMUL(structure='vanilla'), PooledOLS and DataPooling"
+
+
+class _classifier_method:
+    """A method that a classifier has and a regressor lacks (``MTLEstimator._is_classifier``):
+    on a regressor the attribute raises UnavailableMethodError, an AttributeError, so ``hasattr``
+    is False as scikit-learn expects, and the message names the fix (scikit-learn's
+    ``available_if`` would replace it by its own)."""
+
+    def __init__(self, method):
+        self.method = method
+        functools.update_wrapper(self, method)
+
+    def __get__(self, estimator, owner=None):
+        if estimator is None:
+            return self
+        estimator._classifier_only(self.method.__name__)
+        return types.MethodType(self.method, estimator)
+
 
 class MTLEstimator(RegressorMixin, BaseEstimator):
     """Base of every mtl_opt estimator: parameters, checks, fit/predict plumbing.
 
     Subclasses set ``method`` (the instance-file name), ``param_constraints``
     (name -> list of accepted constraints) and implement ``_fit(data) -> FitResult``.
+    An estimator whose ``_is_classifier()`` (a logistic loss) is a scikit-learn binary
+    classifier: ``classes_``, ``predict`` gives labels, ``predict_proba`` (n, 2),
+    ``decision_function`` the log-odds, ``score`` the accuracy; its fit sees the labels as 0/1
+    (``classes_[1]`` is 1).
     """
 
     method: str = ""
     param_constraints: dict = {}
+
+    #: ``API_CONSTRAINTS``'s defaults, for a subclass whose ``__init__`` does not take them
+    #: (a user's own estimator); every mtl_opt estimator takes both.
+    task_column = None
+    unseen = "raise"
+
+    def __init_subclass__(cls, **kwargs):
+        """Every estimator's ``param_constraints`` ends with ``API_CONSTRAINTS`` (an abstract
+        base that takes no parameters, ``__init__`` object's, declares none)."""
+        super().__init_subclass__(**kwargs)
+        if cls.__init__ is not object.__init__:
+            cls.param_constraints = {**cls.param_constraints, **API_CONSTRAINTS}
 
     #: ``task`` is routed to fit, predict and score by default (scikit-learn metadata routing).
     __metadata_request__fit = {"task": True}
@@ -91,8 +155,30 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             self.solve_options = dataclasses.replace(current, **fields)
         return self
 
+    def _is_classifier(self) -> bool:
+        """Whether this estimator (with these parameters) is a binary classifier."""
+        return False
+
+    @property
+    def _estimator_type(self) -> str:   # scikit-learn < 1.6 reads this instead of the tags
+        return "classifier" if self._is_classifier() else "regressor"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self._is_classifier():
+            from sklearn.utils import ClassifierTags
+
+            tags.estimator_type, tags.regressor_tags = "classifier", None
+            tags.classifier_tags = ClassifierTags(multi_class=False)
+        return tags
+
     def _check_params(self) -> None:
         validate_attributes(self)
+        if self.unseen == "global" and not self._has_global_model():
+            raise InvalidParameterError(
+                f"unseen='global' predicts a new task with the global / centre model, which this "
+                f"{type(self).__name__} has none of (these have one: {WITH_GLOBAL_MODEL}); use "
+                f"unseen='raise', or one of those estimators.")
         legacy.warn_deprecated(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
@@ -120,8 +206,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """
         start = time.perf_counter()   # one clock for the whole fit, checks included
         with interrupts.stoppable():
+            self._check_params()   # before the data: fit reads them with task_column and classes_
             data = self._fit_data(X, y, task)
-            self.check(data)
+            self._check_data(data)
             try:
                 if model is not None:
                     self._check_spec(model, data)
@@ -149,16 +236,104 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                     f"them; pass fit(data), or fit(X, y, task=labels) with arrays.")
             self.n_features_in_ = X.n_features
             self.feature_names_in_ = np.asarray(X.feature_names, dtype=object)
-            return X
+            if not self._is_classifier():
+                return X
+            labels = self._encoded(np.concatenate(X.ys))
+            return MultiTaskData(X.Xs, np.split(labels, np.cumsum(X.n_samples)[:-1]),
+                                 X.task_names, X.feature_names)
         if y is None:
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData, or a design X (2-D array or "
                 f"DataFrame) with y and task= labels per row; got {type(X).__name__} without y "
                 f"({type(self).__name__} requires y to be passed, but the target y is None). "
                 f"Build data with MultiTaskData(Xs, ys) or MultiTaskData.from_frame(df, ...).")
-        X, y = _validated(self, X, y, reset=True, y_numeric=True, ensure_min_samples=2)
+        X, task = self._split_task(X, task)
+        self._refuse_unscorable(X, task)
+        classifier = self._is_classifier()
+        X, y = _validated(self, X, y, reset=True, y_numeric=not classifier, ensure_min_samples=2)
+        if classifier:
+            y = self._encoded(y)
         names = getattr(self, "feature_names_in_", None)
         return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
+
+    def _encoded(self, y: np.ndarray) -> np.ndarray:
+        """A classifier's labels as 0.0 / 1.0 (1: ``classes_[1]``); sets ``classes_``."""
+        from sklearn.utils.multiclass import check_classification_targets
+
+        name = type(self).__name__
+        try:
+            check_classification_targets(y)
+        except ValueError as exc:
+            raise InvalidDataError(f"{name} is a classifier: {exc}") from None
+        classes = np.unique(y)
+        if len(classes) != 2:
+            raise InvalidDataError(
+                f"{name} is a binary classifier: y must hold exactly two classes; got "
+                f"{len(classes)} class(es) {classes[:5].tolist()}. Only binary classification is "
+                f"supported. For more classes, fit one per class "
+                f"(sklearn.multiclass.OneVsRestClassifier({name}())).")
+        self.classes_ = classes
+        return (y == classes[1]).astype(float)
+
+    def _split_task(self, X, task):
+        """(the design without the task column, the per-row labels): ``task`` itself, or the
+        ``task_column`` of ``X`` when one is set (then ``task=`` is refused: one source)."""
+        if self.task_column is None:
+            return X, task
+        if task is not None:
+            raise InvalidDataError(
+                f"{type(self).__name__} got task= labels and task_column={self.task_column!r}: "
+                f"pass one of them (with task_column the labels are read from X).")
+        return split_task_column(X, self.task_column, type(self).__name__)
+
+    def _refuse_unscorable(self, X, task) -> None:
+        """Refuse a fit inside scikit-learn's cross-validation whose scores could only fail, and
+        be NaN: the scorer will not be given the task labels fit got as ``task=`` (routing off,
+        or a scorer that does not request them), or the test rows hold a task the training rows
+        lack while ``unseen="raise"``.  scikit-learn turns a failed score into NaN with a
+        warning, but reports fits that all fail as an error (with our message)."""
+        fold = _cv_fold()
+        if fold is None:
+            return
+        fix = (f"or put the label in X and name it, {type(self).__name__}(task_column=...), "
+               f"which every scorer and splitter then reads without routing.")
+        if task is not None and self.task_column is None and not fold["scored_with_task"]:
+            raise InvalidDataError(
+                f"{type(self).__name__}.fit got task= in scikit-learn's cross-validation, but its "
+                f"predictions for the score will not get task (metadata routing is off, or the "
+                f"scorer is not the estimator's own score: a scorer hands task to its metric, not "
+                f"to predict), so every score would fail: enable routing "
+                f"(sklearn.set_config(enable_metadata_routing=True)) with the default scoring, "
+                + fix)
+        tested = self._fold_labels(fold)
+        if self.unseen == "raise" and task is not None and tested is not None:
+            new = sorted(set(_as_labels(tested)) - set(_as_labels(task)))
+            if new:
+                name = type(self).__name__
+                remedy = ("pass unseen='global' (a new task gets the global model)"
+                          if self._has_global_model() else
+                          f"use an estimator with a global model and unseen='global' ({name} has "
+                          f"none; {WITH_GLOBAL_MODEL} have one)")
+                raise InvalidDataError(
+                    f"the test rows of this cross-validation split hold tasks its training rows "
+                    f"lack ({new[:5]}), which {name}.predict refuses with unseen='raise', so "
+                    f"every score would fail: {remedy}, or split so that every test task is also "
+                    f"trained on (e.g. mtl_opt.cv.TaskKFold).")
+
+    def _fold_labels(self, fold):
+        """The task labels of the test rows of a cross-validation ``fold`` (``_cv_fold``): the
+        scorer's ``task``, or the ``task_column`` of the test rows; None when neither is known
+        (e.g. a pipeline step renamed the column)."""
+        if fold["scored_with_task"]:
+            return fold["score_params"]["task"]
+        if self.task_column is None:
+            return None
+        from sklearn.utils import _safe_indexing
+
+        try:
+            return self._split_task(_safe_indexing(fold["X"], fold["test"]), None)[1]
+        except (InvalidDataError, IndexError, KeyError, TypeError):
+            return None
 
     def pyomo_model(self, data: MultiTaskData, **options) -> ModelSpec:
         """The estimator's optimization model on ``data``, to edit with Pyomo and solve with
@@ -176,12 +351,13 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         raise NotImplementedError
 
     def _spec_key(self, data: MultiTaskData) -> tuple[tuple, tuple]:
-        """What ties a ModelSpec to its estimator (class, parameters but the solve options, which
-        the model does not depend on) and to its data."""
+        """What ties a ModelSpec to its estimator (class, parameters but the solve options and
+        ``API_CONSTRAINTS``'s, which the model does not depend on) and to its data."""
         digest = hashlib.sha1()
         for array in (*data.Xs, *data.ys):
             digest.update(np.ascontiguousarray(array, dtype=float).tobytes())
-        params = {k: v for k, v in self.get_params(deep=False).items() if k != "solve_options"}
+        params = {k: v for k, v in self.get_params(deep=False).items()
+                  if k != "solve_options" and k not in API_CONSTRAINTS}
         return ((type(self).__name__, repr(params)),
                 (tuple(X.shape for X in data.Xs), digest.hexdigest()))
 
@@ -274,6 +450,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """Every refusal ``fit`` makes before it fits (parameters, their combinations, the data's
         fit with them), without fitting: ``mtl-opt validate`` runs it."""
         self._check_params()
+        self._check_data(data)
+
+    def _check_data(self, data: MultiTaskData) -> None:
+        """``check``'s refusals of ``data`` with these (checked) parameters."""
         if not isinstance(data, MultiTaskData):
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData; got {type(data).__name__}. "
@@ -301,19 +481,48 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             raise _NotFittedError(
                 f"This {type(self).__name__} instance is not fitted yet; call fit(data) first.")
 
-    def predict(self, X, task=None, *, unseen: str = "raise"):
+    def predict(self, X, task=None, *, unseen: str | None = None):
         """Predictions: a 1-D array in row order for a design ``X`` (2-D array or DataFrame with
-        ``task`` labels per row, as in fit), or a list of per-task arrays for a MultiTaskData
-        (tasks matched to the fitted ones by name) or a list of design matrices (one per fitted
-        task, in order).
+        ``task`` labels per row, or its ``task_column``, as in fit), or a list of per-task arrays
+        for a MultiTaskData (tasks matched to the fitted ones by name) or a list of design
+        matrices (one per fitted task, in order).  A classifier predicts labels (``classes_``):
+        ``classes_[1]`` where the log-odds are > 0.
 
-        A task not seen in fit is refused, unless ``unseen="global"``: its rows get the fitted
-        global / centre model (``global_model``) where the method has one.
+        A task not seen in fit is refused, unless ``unseen="global"`` (default: the estimator's
+        ``unseen``): its rows get the fitted global / centre model where the method has one.
         """
+        scores = self._linear_predictor(X, task, unseen)
+        if not self._is_classifier():
+            return scores
+        return _each(scores, lambda s: self.classes_[(s > 0).astype(int)])
+
+    @_classifier_method
+    def decision_function(self, X, task=None, *, unseen: str | None = None):
+        """A classifier's log-odds of ``classes_[1]`` (arguments and shapes as in ``predict``)."""
+        return self._linear_predictor(X, task, unseen)
+
+    @_classifier_method
+    def predict_proba(self, X, task=None, *, unseen: str | None = None):
+        """A classifier's class probabilities, (n, 2) in the order of ``classes_`` (arguments as
+        in ``predict``; a list of (n_k, 2) arrays for per-task input)."""
+        from scipy.special import expit
+
+        return _each(self._linear_predictor(X, task, unseen),
+                     lambda s: np.column_stack([expit(-s), expit(s)]))
+
+    def _classifier_only(self, name: str) -> None:
+        if not self._is_classifier():
+            raise UnavailableMethodError(
+                f"{name} needs a classifier (loss='logistic', or MOLARLogistic); this "
+                f"{type(self).__name__} is a regressor.")
+
+    def _linear_predictor(self, X, task, unseen):
+        """b_k + X theta_k per row (per task for per-task input): ``predict``'s arguments."""
         self._check_is_fitted()
         if np.isnan(self.coef_).all():   # the fit stopped without one (``_fit_spec``)
             raise SolverError(f"the last fit found no estimate ({self.result_.status}): "
                               f"{' '.join(self.result_.warnings)} Fit again before predicting.")
+        unseen = self.unseen if unseen is None else unseen
         if unseen not in ("raise", "global"):
             raise InvalidParameterError(f"unseen must be 'raise' or 'global'; got {unseen!r}.")
         if isinstance(X, MultiTaskData) or _is_design_list(X):
@@ -322,8 +531,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                     "predict(MultiTaskData or list of designs) takes no task=: the tasks are the "
                     "data's (or the fitted ones, in order).")
             return self._predict_tasks(X)
+        X, task = self._split_task(X, task)
         X = _validated(self, X, reset=False)
-        names, rows = task_rows(_labels(task, len(X), self.task_names_))
+        names, rows = task_rows(_labels(task, len(X), self.task_names_, type(self).__name__))
         out = np.empty(len(X))
         for name, r in zip(names, rows):
             coef, intercept = self._task_model(name, unseen)
@@ -338,22 +548,24 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         fitted = ", ".join(map(repr, self.task_names_[:10])) + (
             ", ..." if len(self.task_names_) > 10 else "")
         if unseen == "raise":
-            hint = (" Pass unseen='global' to use the global model for it."
-                    if self._global_model() is not None else "")
+            hint = (f" Pass unseen='global' (to predict, or to {type(self).__name__}(...)) to use "
+                    f"the global model for it." if self._has_global_model() else "")
             raise InvalidDataError(
                 f"task {name!r} was not seen in fit (fitted tasks: {fitted}).{hint}")
-        model = self._global_model()
-        if model is None:
+        if not self._has_global_model():
             raise InvalidDataError(
                 f"task {name!r} was not seen in fit, and this {type(self).__name__} has no "
-                f"global model to predict it with (unseen='global' needs MOLAR, MOLARLogistic, "
-                f"ARMUL(structure='vanilla'), PooledOLS or DataPooling); fitted tasks: {fitted}.")
-        return model
+                f"global model to predict it with (unseen='global' needs {WITH_GLOBAL_MODEL}); "
+                f"fitted tasks: {fitted}.")
+        return self._global_model()
 
-    def _global_model(self) -> tuple[np.ndarray, float] | None:
-        """The fitted global / centre model (coef (p,), intercept), or None when there is none."""
-        if self.global_model is None or not all(hasattr(self, a) for a in self.global_model):
-            return None
+    def _has_global_model(self) -> bool:
+        """Whether the method (with these parameters) fits a global / centre model, which
+        ``unseen="global"`` gives a task not seen in fit."""
+        return self.global_model is not None
+
+    def _global_model(self) -> tuple[np.ndarray, float]:
+        """The fitted global / centre model (coef (p,), intercept) (``_has_global_model``)."""
         coef, intercept = (getattr(self, a) for a in self.global_model)
         return np.asarray(coef, dtype=float), float(intercept)
 
@@ -385,13 +597,14 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         return out
 
     def score(self, X, y=None, *, task=None, sample_weight=None) -> float:
-        """R^2 of ``predict`` (higher is better), over all rows of all tasks: ``X`` as in
-        ``predict``; with a MultiTaskData, y comes from the data."""
+        """R^2 of ``predict`` (a classifier's: accuracy), higher is better, over all rows of all
+        tasks: ``X`` and ``task`` as in ``predict``; with a MultiTaskData, y comes from the data."""
         if isinstance(X, MultiTaskData):
             y, predicted = np.concatenate(X.ys), np.concatenate(self.predict(X))
         else:
             predicted = self.predict(X, task=task)
-        return float(r2_score(y, predicted, sample_weight=sample_weight))
+        metric = accuracy_score if self._is_classifier() else r2_score
+        return float(metric(y, predicted, sample_weight=sample_weight))
 
 
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
@@ -411,22 +624,100 @@ def _validated(estimator, X, y=None, *, reset: bool, **options):
     try:
         return validate_data(estimator, *args, reset=reset, **options)
     except (ValueError, TypeError) as exc:
-        raise InvalidDataError(f"{type(estimator).__name__}: {exc}") from None
+        kind = InvalidDataTypeError if isinstance(exc, TypeError) else InvalidDataError
+        raise kind(f"{type(estimator).__name__}: {exc}") from None
 
 
-def _labels(task, n: int, fitted: list[str]) -> list[str]:
+def split_task_column(X, column, name: str):
+    """(X without its task column, the column's per-row labels): ``column`` a DataFrame column
+    name, or an int column index (negative from the end) of a DataFrame or an array; ``name``
+    (the owner, e.g. the estimator's class) prefixes the errors."""
+    if hasattr(X, "columns"):   # a DataFrame: by name, or by position with an int
+        columns = list(X.columns)
+        if isinstance(column, str) and column not in columns:
+            raise InvalidDataError(
+                f"{name}(task_column={column!r}): X has no column {column!r} (columns: "
+                f"{columns[:10]}{' ...' if len(columns) > 10 else ''}); pass X with the task "
+                f"column, or task_column=None with task= labels.")
+        if not isinstance(column, str):
+            column = columns[_position(column, len(columns), name)]
+        return X.drop(columns=[column]), X[column].to_numpy()
+    if isinstance(column, str):
+        raise InvalidDataError(
+            f"{name}(task_column={column!r}) names a DataFrame column, but X is a "
+            f"{type(X).__name__}; pass a DataFrame, or an int column index as task_column.")
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise InvalidDataError(
+            f"{name}: expected a 2-D X holding the task column {column}; got shape {X.shape}.")
+    i = _position(column, X.shape[1], name)
+    return np.delete(X, i, axis=1), X[:, i]
+
+
+def _position(column, width: int, name: str) -> int:
+    """The int column index ``column`` of a design ``width`` columns wide (negative from the end)."""
+    if not -width <= column < width:
+        raise InvalidDataError(
+            f"{name}(task_column={column}): X has {width} columns; give the index of its task "
+            f"column (0..{width - 1}, or negative from the end).")
+    return int(column) % width
+
+
+def _as_labels(task) -> list[str]:
+    """Per-row task labels as the str names fit gives tasks (``MultiTaskData.from_long``)."""
+    return [str(v) for v in np.asarray(task).tolist()]
+
+
+def _cv_fold() -> dict | None:
+    """The split that scikit-learn's cross-validation is fitting on right now (its
+    ``_fit_and_score`` frame, the innermost one on the stack: ``X``, ``test`` rows, the
+    ``score_params`` its scorer will get, and ``scored_with_task``: whether the score's
+    predictions get ``task``, which only the estimator's own score, scikit-learn's
+    ``_PassthroughScorer``, hands on), or None outside one (or in a scikit-learn that names them
+    otherwise: then nothing is refused)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (frame.f_code.co_name == "_fit_and_score"
+                and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):
+            local = frame.f_locals
+            if not {"X", "test", "scorer", "score_params"} <= set(local):
+                return None
+            params = local["score_params"] or {}
+            return {"X": local["X"], "test": local["test"], "score_params": params,
+                    "scored_with_task": "task" in params and _passes_task(local["scorer"])}
+        frame = frame.f_back
+    return None
+
+
+def _passes_task(scorer) -> bool:
+    """Whether a scikit-learn scorer hands ``task`` to the estimator: its own score does
+    (``_PassthroughScorer``), a metric's scorer hands it to the metric; a multi-metric scorer
+    (``cross_val_score`` wraps every scorer in one) when all of its scorers do."""
+    if type(scorer).__name__ == "_MultimetricScorer":
+        return all(_passes_task(one) for one in getattr(scorer, "_scorers", {None: None}).values())
+    return type(scorer).__name__ == "_PassthroughScorer"
+
+
+def _labels(task, n: int, fitted: list[str], name: str) -> list[str]:
     """predict's per-row task labels as str; without ``task``, the one fitted task (if one)."""
     if task is None:
         if len(fitted) != 1:
             raise InvalidDataError(
-                f"predict needs task= (one label per row): this estimator was fitted on "
-                f"{len(fitted)} tasks.")
+                f"predict needs task= (one label per row): this {name} was fitted on "
+                f"{len(fitted)} tasks. Pass task= labels (scikit-learn's tools pass them with "
+                f"metadata routing on and the default scoring), or put the label in X and name "
+                f"it: {name}(task_column=...), which every scorer reads without routing.")
         return [fitted[0]] * n
     labels = np.asarray(task)
     if labels.ndim != 1 or len(labels) != n:
         raise InvalidDataError(
             f"task must hold one label per row of X: {n} labels; got shape {labels.shape}.")
-    return [str(v) for v in labels.tolist()]
+    return _as_labels(labels)
+
+
+def _each(out, f):
+    """``f`` applied to a prediction: one array (long format) or a list of per-task arrays."""
+    return [f(a) for a in out] if isinstance(out, list) else f(out)
 
 
 def _is_design_list(X) -> bool:

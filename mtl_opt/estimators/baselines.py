@@ -43,7 +43,9 @@ class PerTaskOLS(MTLEstimator):
     identification = "collinear"
     param_constraints = {"fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, fit_intercept: bool = True):
+    def __init__(self, *, fit_intercept: bool = True, task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.fit_intercept = fit_intercept
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
@@ -75,7 +77,9 @@ class PooledOLS(MTLEstimator):
     identification = None
     param_constraints = {"fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, fit_intercept: bool = True):
+    def __init__(self, *, fit_intercept: bool = True, task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.fit_intercept = fit_intercept
 
     def _fitted(self, data: MultiTaskData) -> np.ndarray:
@@ -84,6 +88,9 @@ class PooledOLS(MTLEstimator):
 
     def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
         return np.tile(~self._fitted(data), (data.n_tasks, 1))
+
+    def _has_global_model(self) -> bool:
+        return True
 
     def _global_model(self):
         return self.coef_[0], float(self.intercept_[0])   # every task's model is the pooled one

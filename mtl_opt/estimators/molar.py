@@ -116,7 +116,7 @@ class MOLAR(MTLEstimator):
     centred and scaled to [-1, 1].
     Thresholding is a closed-form map and has no optimization gap.
     For d > n_m in most tasks use ``MOLARHighDim`` (LASSO debiasing, Appendix E),
-    for 0/1 labels ``MOLARLogistic`` (Appendix G).
+    for binary labels ``MOLARLogistic`` (Appendix G, a classifier).
     ``conf_int(alpha)`` gives Appendix F's entry-wise confidence intervals.
     """
 
@@ -135,7 +135,10 @@ class MOLAR(MTLEstimator):
     }
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, algorithm="closed_form", backend=None,
-                 sigma=None, fit_intercept=True, solve_options=None, median=None):
+                 sigma=None, fit_intercept=True, solve_options=None, median=None,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.threshold = threshold
         self.c_gamma = c_gamma
         self.algorithm = algorithm

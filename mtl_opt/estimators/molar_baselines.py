@@ -66,7 +66,10 @@ class PerTaskLasso(CenteredEstimator):
     algorithm = "lasso"
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, c_lambda=C_LAMBDA_LASSO, fit_intercept=True):
+    def __init__(self, *, c_lambda=C_LAMBDA_LASSO, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.c_lambda = c_lambda
         self.fit_intercept = fit_intercept
 
@@ -92,7 +95,10 @@ class RobustMultitask(CenteredEstimator):
     param_constraints = {"c_lambda": [Interval(0.0, None, open_low=True)], **TRIMMING,
                          "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, c_lambda=C_LAMBDA_RM, zeta=0.1, eta=0.1, fit_intercept=True):
+    def __init__(self, *, c_lambda=C_LAMBDA_RM, zeta=0.1, eta=0.1, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.c_lambda = c_lambda
         self.zeta = zeta
         self.eta = eta
@@ -119,7 +125,10 @@ class MedianLasso(CenteredEstimator):
                          "sigma": [OneOf((None,)), Interval(0.0, None, open_low=True)],
                          "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, c_lambda=C_LAMBDA_RM, sigma=None, fit_intercept=True):
+    def __init__(self, *, c_lambda=C_LAMBDA_RM, sigma=None, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.c_lambda = c_lambda
         self.sigma = sigma
         self.fit_intercept = fit_intercept

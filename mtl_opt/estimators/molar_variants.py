@@ -16,7 +16,7 @@
   MLE, the weighted median (w_m = n_m), and thresholds
   gamma_m sqrt([(X_m^T D_m X_m)^{-1}]_kk) with D_m = diag(p_i (1 - p_i)) at the
   MLE and gamma_m = c_gamma sqrt(ln(min(n_total / n_m, d))) (Theorem 7's
-  sqrt(ln(M ^ d)) for equal n_m).  Labels are {0, 1}.
+  sqrt(ln(M ^ d)) for equal n_m).  Labels: any two classes, coded 0 / 1 (``classes_``).
 """
 
 from __future__ import annotations
@@ -93,7 +93,10 @@ class MOLARHighDim(CenteredEstimator):
     param_constraints = {"c_lambda_local": [Interval(0.0, None, open_low=True)],
                          "c_lambda": [Interval(0.0, None, open_low=True)], "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, c_lambda_local=0.07, c_lambda=0.1, fit_intercept=True):
+    def __init__(self, *, c_lambda_local=0.07, c_lambda=0.1, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.c_lambda_local = c_lambda_local
         self.c_lambda = c_lambda
         self.fit_intercept = fit_intercept
@@ -138,8 +141,9 @@ def logistic_mle(A: np.ndarray, y: np.ndarray, name: str) -> _GLMFit:
 class MOLARLogistic(MTLEstimator):
     """MOLAR-GLM (Algorithm 4) for logistic regression: per-task MLE, weighted median, thresholding.
 
-    Labels must be 0/1.  ``coef_``/``intercept_`` are on the log-odds scale;
-    ``predict`` returns log-odds, ``predict_proba`` probabilities.  The
+    A binary classifier (``classes_``: the two labels of y, the second one coded 1).
+    ``coef_``/``intercept_`` are on its log-odds scale, ``decision_function`` returns them,
+    ``predict`` labels, ``predict_proba`` (n, 2) probabilities, ``score`` accuracy.  The
     intercept (``fit_intercept``) is a column of ones, pooled and thresholded
     like any covariate, as in ``MOLAR``.
 
@@ -163,18 +167,21 @@ class MOLARLogistic(MTLEstimator):
     param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}
 
-    def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True):
+    def __init__(self, *, threshold="hard", c_gamma=1.0, fit_intercept=True,
+                 task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.threshold = threshold
         self.c_gamma = c_gamma
         self.fit_intercept = fit_intercept
 
     def _fit(self, data: MultiTaskData) -> FitResult:
-        for name, y in zip(data.task_names, data.ys):
-            labels = set(np.unique(y).tolist())
-            if not labels <= {0.0, 1.0} or len(labels) < 2:
+        for name, y in zip(data.task_names, data.ys):   # labels 0 / 1: ``classes_``
+            if len(np.unique(y)) < 2:
                 raise InvalidDataError(
-                    f"task {name!r}: MOLARLogistic needs labels 0 and 1 (both present); got "
-                    f"values {sorted(labels)[:5]}.")
+                    f"task {name!r}: MOLARLogistic needs both classes in every task (its MLE "
+                    f"does not exist otherwise); it holds only {self.classes_[int(y[0])]!r}. "
+                    f"Drop the task, or use ARMUL(loss='logistic').")
         designs = task_designs(data, self.fit_intercept)
         used = stacked_mask(fitted_columns(data, self.fit_intercept), self.fit_intercept)
         fits = TaskFits(designs, used, [logistic_mle(A[:, u], y, f"task {name!r}") for name, A, u, y
@@ -196,7 +203,5 @@ class MOLARLogistic(MTLEstimator):
             extra={"global_coef": self.global_coef_, "global_intercept": self.global_intercept_,
                    "weights": fit.weights})
 
-    def predict_proba(self, X, task=None, *, unseen="raise"):
-        """P(y = 1 | x) (arguments and shapes as in ``predict``)."""
-        eta = self.predict(X, task, unseen=unseen)
-        return [scipy.special.expit(e) for e in eta] if isinstance(eta, list) else scipy.special.expit(eta)
+    def _is_classifier(self) -> bool:
+        return True

@@ -47,7 +47,8 @@ class SparseMTL(MTLEstimator):
     ----------
     variant : {"l0l2", "cs_l2", "cs_bbar", "zbar_l2", "bbar", "zbar_bbar"}, default="zbar_l2"
     s : int, default=10
-        Maximum support size per task.
+        Maximum support size per task; capped at the number of features p (s >= p leaves
+        every feature free: the same problem as s = p).
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
     algorithm : {"bcd", "exact", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
@@ -135,7 +136,9 @@ class SparseMTL(MTLEstimator):
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
                  max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
-                 solver=None, constraints=None):
+                 solver=None, constraints=None, task_column=None, unseen="raise"):
+        self.task_column = task_column
+        self.unseen = unseen
         self.variant = variant
         self.s = s
         self.lambda_ridge = lambda_ridge
@@ -315,7 +318,7 @@ class SparseMTL(MTLEstimator):
         side = compile_constraints(self.constraints, data.task_names, data.feature_names,
                                    scaler.x_scale if self.standardize else None)
         problem = SparseProblem.from_data(
-            data, variant=self.variant, s=self.s, lambda_ridge=self.lambda_ridge,
+            data, variant=self.variant, s=min(self.s, data.n_features), lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
             fit_intercept=False, excluded=excluded, side=side)
         return problem, scaler, data
