@@ -311,13 +311,13 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
             try:
                 while (i := take(True)) is not None:
                     finish(i, executor.submit(_fold_scores, estimator, points, data, folds[i], score).result())
-            except Exception:   # a worker's failure: this process fits that fold, and raises there
-                return
+            except (Exception, KeyboardInterrupt):   # a worker's failure or stop: this process
+                return                                 # fits that fold, and raises or stops there
 
         started = []
 
         def start_workers():
-            started.append(get_reusable_executor(max_workers=workers, initializer=interrupts.watch_parent))
+            started.append(get_reusable_executor(max_workers=workers, initializer=interrupts.worker_init))
             for _ in range(workers):
                 threading.Thread(target=feed, args=(started[0],), daemon=True).start()
         workers = effective_n_jobs(n_jobs) - 1
@@ -332,11 +332,11 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
             for i in reversed(range(len(folds))):   # still with a worker: fitted here too
                 if columns[i] is None:
                     finish(i, _fold_scores(estimator, points, data, folds[i], score))
-        except KeyboardInterrupt:   # a fit here was interrupted (FitInterrupted): the workers' go
+        except KeyboardInterrupt:   # a fit here was interrupted (FitInterrupted): the workers' too
             starter.cancel()
             waiting.clear()
             for executor in started:
-                executor.shutdown(wait=False, kill_workers=True)
+                interrupts.interrupt_workers(executor)
             raise
     return np.column_stack(columns)
 

@@ -165,6 +165,28 @@ def kill_children() -> None:
                 child.kill()
 
 
+def worker_init() -> None:
+    """A pool's initializer: Python's own SIGINT handler (so a fit there stops softly on it,
+    ``interrupt_workers``), and ``watch_parent``."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    watch_parent()
+
+
+def interrupt_workers(executor, grace: float = 10.0) -> None:
+    """Stop a loky executor's workers as this process was stopped: SIGINT to each (their fits
+    stop softly, ``worker_init``), then shut the executor down, killing what is left after
+    ``grace`` seconds.  Killed at once, a worker leaves the semaphores it registered to the
+    resource tracker, which warns about them on the terminal."""
+    for process in list(getattr(executor, "_processes", {}).values()):
+        with contextlib.suppress(OSError):
+            os.kill(process.pid, signal.SIGINT)
+    done = threading.Thread(target=executor.shutdown, kwargs={"wait": True}, daemon=True)
+    done.start()
+    done.join(grace)
+    if done.is_alive():
+        executor.shutdown(wait=False, kill_workers=True)
+
+
 def watch_parent(interval: float = 0.25) -> None:
     """In a worker process: exit once the parent is gone (killed before it could stop us), from
     a daemon thread that checks every ``interval`` seconds.  A pool's initializer."""

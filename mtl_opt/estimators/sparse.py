@@ -217,6 +217,10 @@ class SparseMTL(MTLEstimator):
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
         method = self._method(problem, algorithm, backend, warn=False)   # cheap, already checked
+        if not method.certifies:
+            raise InvalidParameterError(
+                f"certify needs an exact method: one of "
+                f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {algorithm!r}.")
         with interrupts.stoppable():
             return self._certified(data, problem, scaler, std_data, method, backend, options)
 
@@ -224,10 +228,6 @@ class SparseMTL(MTLEstimator):
         """``certify``'s exact run, in a region that stops softly on Ctrl-C (``fit``'s rule)."""
         compile_time = _prepared(method)
         deadline = Deadline(options.time_limit)
-        if not method.certifies:
-            raise InvalidParameterError(
-                f"certify needs an exact method: one of "
-                f"{', '.join(repr(m.name) for m in METHODS.values() if m.certifies)}; got {algorithm!r}.")
         run = run_exact(method, problem, self.result_.extra["coef_fitted"], options, deadline, backend)
         result = self._result(problem, scaler, std_data, run, method, backend, options)
         result.compile_time = compile_time

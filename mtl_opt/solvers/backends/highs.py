@@ -57,6 +57,7 @@ class HighsBackend(Backend):
         # when the solve ends (41 s late in a 60 s master solve): HiGHS writes to native_streams.
         from pyomo.contrib.solver.solvers import highs
 
+        highs.logger.addFilter(_our_interrupt)   # once: a logger keeps a filter only once
         return _patched(highs, "capture_output", lambda *args, **kwargs: native_streams(verbose))
 
     def _node_count(self, native_model: Any) -> int:
@@ -124,3 +125,9 @@ class HighsBackend(Backend):
             import highspy
 
             highspy.Highs.resetGlobalScheduler(True)
+
+
+def _our_interrupt(record) -> bool:
+    """Pyomo's ``highs`` logs a warning on stdout for HiGHS's ``kInterrupt``, the status of a
+    solve that ``_watch`` stopped on a stop asked: no news to the user, who asked for it."""
+    return "HighsModelStatus.kInterrupt" not in record.getMessage()
