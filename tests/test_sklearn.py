@@ -77,7 +77,7 @@ def _not_applicable(estimator, name: str):
 
 
 def _sklearn_checks():
-    """``parametrize_with_checks`` over ``INSTANCES`` (its cases as a list: before 1.6 they are
+    """``parametrize_with_checks`` over ``INSTANCES`` (its cases as a list: before 1.8 they are
     a generator, which pytest deprecates)."""
     mark = parametrize_with_checks(INSTANCES)
     return pytest.mark.parametrize(*mark.args[:1], list(mark.args[1]), *mark.args[2:], **mark.kwargs)

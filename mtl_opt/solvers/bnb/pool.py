@@ -100,7 +100,7 @@ class NodePool:
                 and self.deadline.remaining() >= MIN_REMAINING):
             try:
                 executor = ProcessPoolExecutor(max_workers=1, env=_ENV,
-                                               initializer=interrupts.watch_parent)
+                                               initializer=_started)
                 self.warming = executor, executor.submit(_ready)
                 if WAIT_FOR_WORKER:
                     concurrent.futures.wait([self.warming[1]])
@@ -136,16 +136,24 @@ class NodePool:
         return self.executor.submit(_bound, key, twin, fixed, r, search.upper)
 
 
+def _started() -> None:
+    """The worker's initializer: exit with the parent (``interrupts.watch_parent``), and make and
+    unlink Pyomo's semaphore before anything else, so no kill can leave it behind (``_unlink``)."""
+    interrupts.watch_parent()
+    dependencies = importlib.import_module("pyomo.common.dependencies")
+    dependencies.multiprocessing.Lock   # resolves the deferred import: Pyomo makes its lock now
+    _unlink(dependencies.capture_output_lock)
+
+
 def _ready() -> None:
     """In the worker: import what bounding needs, so the first node is not late."""
     importlib.import_module("mtl_opt.solvers.bnb.search")
-    _unlink(getattr(importlib.import_module("pyomo.common.dependencies"), "capture_output_lock", None))
 
 
 def _unlink(lock) -> None:
     """Unlink the named semaphore of ``lock`` now (it still works) and drop it from the resource
-    tracker: Pyomo makes one on import, and a worker killed mid-node (``close``) would otherwise
-    leave it for the tracker, which says so on the terminal."""
+    tracker: Pyomo makes one on import, and a worker killed mid-import or mid-node (``close``)
+    would otherwise leave it for the tracker, which says so on the terminal."""
     name = getattr(getattr(lock, "_semlock", None), "name", None)
     if name is None:
         return
