@@ -206,6 +206,7 @@ class MultiTaskData:
             _check_scale(X, name, [f"feature '{f}'" for f in self._feature_names])
             _check_scale(y[:, None], name, ["y"])
         self._unidentified: dict = {}   # (fit_intercept, collinear) -> mask: see unidentified
+        self.weighted = False   # True: the unweighted twin of weighted data (``data.weights``)
 
     @classmethod
     def _derived(cls, Xs, ys, task_names, feature_names) -> MultiTaskData:
@@ -226,6 +227,7 @@ class MultiTaskData:
         data._ys = [_frozen(y) for y in ys]
         data._task_names, data._feature_names = list(task_names), list(feature_names)
         data._unidentified = {}
+        data.weighted = False
         return data
 
     # ----------------------------------------------------------------- access

@@ -36,11 +36,13 @@ import numpy as np
 import sklearn.exceptions
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.validation import validate_data
 
 from .. import interrupts, legacy
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
+from ..data.weights import task_weights, weighted_twin
 from ..errors import (
     InvalidDataError,
     InvalidDataTypeError,
@@ -58,7 +60,7 @@ from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
-__all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SequenceOf"]  # constraints: re-exported
+__all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SampleWeighted", "SequenceOf"]  # constraints: re-exported
 
 #: The parameters every estimator takes for scikit-learn's tools (each ``__init__`` lists them
 #: last, keyword-only): where the per-row task label is read from, and what ``predict`` does with
@@ -159,10 +161,6 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         """Whether this estimator (with these parameters) is a binary classifier."""
         return False
 
-    @property
-    def _estimator_type(self) -> str:   # scikit-learn < 1.6 reads this instead of the tags
-        return "classifier" if self._is_classifier() else "regressor"
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         if self._is_classifier():
@@ -204,10 +202,14 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         KeyboardInterrupt) once the fit has stopped, and ``result_`` holds the best estimate and
         the bound proven by then (status ``interrupted``); a second Ctrl-C stops at once.
         """
+        return self._fit_weighted(X, y, task, None, init, model)
+
+    def _fit_weighted(self, X, y, task, sample_weight, init, model) -> "MTLEstimator":
+        """``fit`` with ``sample_weight`` (None: unweighted; ``SampleWeighted``)."""
         start = time.perf_counter()   # one clock for the whole fit, checks included
         with interrupts.stoppable():
             self._check_params()   # before the data: fit reads them with task_column and classes_
-            data = self._fit_data(X, y, task)
+            data = self._fit_data(X, y, task, sample_weight)
             self._check_data(data)
             try:
                 if model is not None:
@@ -227,8 +229,22 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                                                 "best estimate and the bound proven by then")
         return self
 
-    def _fit_data(self, X, y, task) -> MultiTaskData:
-        """The MultiTaskData of fit's arguments; sets ``n_features_in_`` and ``feature_names_in_``."""
+    def _fit_data(self, X, y, task, sample_weight=None) -> MultiTaskData:
+        """The MultiTaskData of fit's arguments (with ``sample_weight``: its weighted twin,
+        ``data.weights``); sets ``n_features_in_`` and ``feature_names_in_``."""
+        data, labels = self._unweighted_data(X, y, task)
+        if sample_weight is None:
+            return data
+        if labels is None:   # a MultiTaskData: weights in the stacked order of its rows
+            rows = np.split(np.arange(data.n_total), np.cumsum(data.n_samples)[:-1])
+        else:                # the long format: weights in the caller's row order
+            rows = task_rows([str(v) for v in labels.tolist()])[1]
+        return weighted_twin(data, task_weights(sample_weight, rows, data.n_total, data,
+                                                f"{type(self).__name__}.fit"))
+
+    def _unweighted_data(self, X, y, task) -> tuple[MultiTaskData, np.ndarray | None]:
+        """(the MultiTaskData of fit's arguments, the per-row task labels of a long-format X:
+        None for a MultiTaskData)."""
         if isinstance(X, MultiTaskData):
             if y is not None or task is not None:
                 raise InvalidDataError(
@@ -237,10 +253,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             self.n_features_in_ = X.n_features
             self.feature_names_in_ = np.asarray(X.feature_names, dtype=object)
             if not self._is_classifier():
-                return X
+                return X, None
             labels = self._encoded(np.concatenate(X.ys))
             return MultiTaskData(X.Xs, np.split(labels, np.cumsum(X.n_samples)[:-1]),
-                                 X.task_names, X.feature_names)
+                                 X.task_names, X.feature_names), None
         if y is None:
             raise InvalidDataError(
                 f"{type(self).__name__}.fit expects a MultiTaskData, or a design X (2-D array or "
@@ -254,7 +270,8 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         if classifier:
             y = self._encoded(y)
         names = getattr(self, "feature_names_in_", None)
-        return MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
+        data = MultiTaskData.from_long(X, y, task, feature_names=None if names is None else list(names))
+        return data, np.zeros(len(y)) if task is None else np.asarray(task)
 
     def _encoded(self, y: np.ndarray) -> np.ndarray:
         """A classifier's labels as 0.0 / 1.0 (1: ``classes_[1]``); sets ``classes_``."""
@@ -431,6 +448,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         the fit: the parameters and the (task, feature) pairs the data leave unidentified."""
         result.params = {k: _recorded(v) for k, v in self.get_params(deep=False).items()
                          if _is_plain(v) or _is_records(v)}
+        if data.weighted:   # the problem solved and certified is the weighted one
+            result.objective_name += ", weighted by sample_weight"
+            result.extra["weighted"] = True
         mask = self._unidentified_mask(data)
         if mask is not None:
             result.unidentified = named_pairs(mask, data.task_names, data.feature_names)
@@ -607,6 +627,20 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         return float(metric(y, predicted, sample_weight=sample_weight))
 
 
+class SampleWeighted:
+    """Mixin of the estimators whose objective is a count-normalized squared loss per task
+    (``mtl_opt.data.weights``): their ``fit`` takes ``sample_weight``."""
+
+    def fit(self, X, y=None, *, task=None, sample_weight=None, init: FitResult | None = None,
+            model: ModelSpec | None = None):
+        """``MTLEstimator.fit``, with ``sample_weight``: None, a number, or one weight >= 0 per
+        row (in the row order of X, or the stacked task order of a MultiTaskData).  Each task's
+        loss is then the weighted mean ``1/(2 W_k) sum_i w_i r_i^2``, W_k its total weight:
+        integer weights equal duplicating rows, rows of weight 0 are left out, and the
+        certificate is the weighted problem's."""
+        return self._fit_weighted(X, y, task, sample_weight, init, model)
+
+
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
     """mtl_opt's NotFittedError that scikit-learn also recognizes as its own (``errors`` does not
     import scikit-learn)."""
@@ -615,11 +649,6 @@ class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):
 def _validated(estimator, X, y=None, *, reset: bool, **options):
     """scikit-learn's input validation (also ``n_features_in_`` and ``feature_names_in_``: set
     with ``reset``, else checked), its refusals raised as InvalidDataError."""
-    try:
-        from sklearn.utils.validation import validate_data
-    except ImportError:   # scikit-learn < 1.6
-        def validate_data(est, *args, **kwargs):
-            return est._validate_data(*args, **kwargs)
     args = (X,) if y is None else (X, y)
     try:
         return validate_data(estimator, *args, reset=reset, **options)

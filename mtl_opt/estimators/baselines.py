@@ -13,13 +13,13 @@ from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from ..solvers.method import NO_BOUND, SolverRun
 from ..solvers.user_model import ModelSpec, indexed_values
-from .base import BOOLEAN, MTLEstimator
+from .base import BOOLEAN, MTLEstimator, SampleWeighted
 
 #: Least-squares certificates are exact up to rounding; this is the tolerance for "optimal".
 LS_REL_GAP = 1e-9
 
 
-class PerTaskOLS(MTLEstimator):
+class PerTaskOLS(SampleWeighted, MTLEstimator):
     """Independent ordinary least squares in every task (no sharing).
 
     Objective::

@@ -21,13 +21,13 @@ from ..solvers.options import SolveOptions
 from ..reductions import ObjectiveScale
 from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
 BCD_SHARE = 0.5
 
 
-class SparseMTL(MTLEstimator):
+class SparseMTL(SampleWeighted, MTLEstimator):
     """Sparse models per task that borrow strength through shared supports or values.
 
     Minimizes (DESIGN.md, ``mtl_opt.formulations.sparse``)::
@@ -193,17 +193,26 @@ class SparseMTL(MTLEstimator):
         result.compile_time = compile_time
         return result
 
-    def certify(self, data: MultiTaskData, *, algorithm: str = "exact", backend: str | None = None,
-                time_limit: float | None = None, solver: str | None = None) -> FitResult:
+    def certify(self, data: MultiTaskData, *, sample_weight=None, algorithm: str = "exact",
+                backend: str | None = None, time_limit: float | None = None,
+                solver: str | None = None) -> FitResult:
         """Prove how good the fitted estimate is: run an exact method from it, update ``result_``.
 
         The exact method starts from the current estimate, so the objective can
         only improve; afterwards ``result_.lower_bound`` is a proven bound.  The default
         ``algorithm="exact"`` picks the method that suits the problem (``sparse_methods.choose``).  ``algorithm`` and
-        ``backend`` are checked as ``fit`` would check them, before any work.  ``solver`` is
-        the deprecated name of ``algorithm``.
+        ``backend`` are checked as ``fit`` would check them, before any work.  A fit with
+        ``sample_weight`` is certified with the same weights.  ``solver`` is the deprecated name
+        of ``algorithm``.
         """
         self._check_is_fitted()
+        if (sample_weight is not None) != self.result_.extra.get("weighted", False):
+            raise InvalidParameterError(
+                "certify proves the problem that was fitted: pass the sample_weight the fit got"
+                if sample_weight is None else
+                "certify got sample_weight, but the fit had none: refit with it first")
+        if sample_weight is not None:
+            data = self._fit_data(data, None, None, sample_weight)
         algorithm = legacy.certify_algorithm(algorithm, solver)
         checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm, "solver": None,
                                 "backend": backend})
