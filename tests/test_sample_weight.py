@@ -16,7 +16,8 @@ from sklearn.utils.validation import has_fit_parameter
 from mtl_opt.data import MultiTaskData
 from mtl_opt.data.weights import weighted_twin
 from mtl_opt.errors import InvalidDataError, InvalidParameterError
-from mtl_opt.estimators import ARMUL, MOLAR, PerTaskOLS, PooledOLS, SparseMTL
+from mtl_opt.estimators import (ARMUL, MOLAR, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL,
+                                MOLARLogistic, PerTaskOLS, PooledOLS, SparseMTL)
 
 #: Relative agreement of a weighted fit and its duplicated twin: both are exact problems solved
 #: to the solvers' tolerances on well-conditioned data (the issue asks for 1e-8).
@@ -44,7 +45,7 @@ def _relative(a, b):
     return abs(a - b) / max(abs(b), 1e-300)
 
 
-ESTIMATORS = [PerTaskOLS(), SparseMTL(s=2, lambda_ridge=0.1),
+ESTIMATORS = [PerTaskOLS(), PooledOLS(), SparseMTL(s=2, lambda_ridge=0.1),
               SparseMTL(s=2, lambda_ridge=0.05, algorithm="exact"),
               SparseMTL(s=3, variant="zbar_l2", lambda_zbar=0.05, lambda_ridge=0.05, algorithm="exact"),
               SparseMTL(s=2, variant="cs_l2", lambda_ridge=0.05, standardize=False, algorithm="exact")]
@@ -156,12 +157,45 @@ def test_weights_of_the_wrong_shape_or_a_weightless_task_are_our_error():
         SparseMTL(s=2).fit(X, y, task=task, sample_weight=weights)
 
 
-def test_only_count_normalized_squared_losses_take_weights():
-    """The others' objectives weigh tasks by their counts or are not squared losses: their fit
-    has no sample_weight, so scikit-learn's tools do not hand one to them."""
-    for est in (SparseMTL(), PerTaskOLS()):
+GLM_ESTIMATORS = [ARMUL(c=0.1), ARMUL(c=0.3, standardize=False),
+                  ARMUL(structure="clustered", n_components=2, algorithm="exact"),
+                  IndependentTasks(), DataPooling(), ClusteredMTL(seed=0), LowRankMTL(seed=0)]
+
+
+@pytest.mark.parametrize("est", GLM_ESTIMATORS, ids=repr)
+def test_glm_estimators_weigh_tasks_by_their_total_weight_as_duplication_does(est):
+    """ARMUL's w_j and lambda_j count observations, and its standardization pools them: with
+    weights they are the total weights (``MultiTaskData.counts``).  Each fit's certificate also
+    certifies the other's problem; without one, the objectives agree to 1e-8."""
+    X, y, task, _ = _tasks(8, n=15)
+    weights = np.random.default_rng(9).integers(1, 4, size=len(y)).astype(float)
+    weights[task == "t2"] *= 3   # tasks of unequal total weight: the pooled moments differ
+    weighted = clone(est).fit(X, y, task=task, sample_weight=weights).result_
+    Xd, yd, taskd = _duplicated(X, y, task, weights)
+    duplicated = clone(est).fit(Xd, yd, task=taskd).result_
+    assert weighted.status == duplicated.status
+    if duplicated.lower_bound is None:
+        assert _relative(weighted.objective, duplicated.objective) < TOL
+    else:
+        assert weighted.lower_bound <= duplicated.objective * (1 + 1e-9)
+        assert duplicated.lower_bound <= weighted.objective * (1 + 1e-9)
+        assert _relative(weighted.objective, duplicated.objective) <= (
+            weighted.rel_gap + duplicated.rel_gap + 1e-9)
+
+
+def test_the_weighted_logistic_loss_is_refused():
+    X, y, task, weights = _tasks(10)
+    with pytest.raises(InvalidParameterError, match="weighted logistic loss is not implemented"):
+        ARMUL(loss="logistic").fit(X, (y > 0).astype(int), task=task, sample_weight=weights)
+
+
+def test_only_objectives_the_twin_carries_take_weights():
+    """MOLAR's thresholds, median weights and noise degrees of freedom count observations in
+    ways the twin does not carry: its fit has no sample_weight, so scikit-learn's tools do not
+    hand one to it."""
+    for est in (SparseMTL(), PerTaskOLS(), PooledOLS(), ARMUL(), IndependentTasks(), LowRankMTL()):
         assert has_fit_parameter(est, "sample_weight")
-    for est in (MOLAR(), ARMUL(), PooledOLS()):
+    for est in (MOLAR(), MOLARLogistic()):
         assert not has_fit_parameter(est, "sample_weight")
 
 

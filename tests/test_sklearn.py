@@ -60,6 +60,17 @@ SEPARABLE = {name: InvalidDataError for name in [
 if tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 8):
     SEPARABLE["check_dtype_object"] = InvalidDataError   # its labels: a threshold of one feature
 
+#: scikit-learn's sample-weight checks, which a logistic GLM estimator fails by design: it takes
+#: sample_weight only with the squared loss (the weighted logistic loss is refused with our
+#: InvalidParameterError); three checks catch that error and raise their own.
+WEIGHTED_LOGISTIC = {name: InvalidParameterError for name in [
+    "check_sample_weights_not_an_array",
+    "check_sample_weights_list", "check_sample_weights_shape", "check_sample_weights_not_overwritten",
+    "check_sample_weight_equivalence_on_dense_data"]} | {
+    "check_sample_weights_pandas_series": ValueError,
+    "check_all_zero_sample_weights_error": AssertionError,
+    "check_classifiers_one_label_sample_weights": AssertionError}
+
 #: The one list of scikit-learn checks that do not apply, with the reason and what they raise:
 #: check name -> (reason, exception), for every estimator (key None) or one (its repr).  Each
 #: runs as xfail(strict=True), so a check that starts passing fails here and leaves the list.
@@ -69,7 +80,9 @@ NOT_APPLICABLE = {
         "this check unless SCIPY_ARRAY_API=1)", Exception)},
     "MOLARLogistic()": {name: ("separable labels: no logistic MLE exists, so the fit is refused",
                                raises) for name, raises in SEPARABLE.items()},
-}
+} | {repr(est): {name: ("sample_weight is refused with the logistic loss (not implemented)", raises)
+                     for name, raises in WEIGHTED_LOGISTIC.items()}
+     for est in INSTANCES if getattr(est, "loss", None) == "logistic"}
 
 
 def _not_applicable(estimator, name: str):

@@ -16,6 +16,7 @@ from ..errors import InvalidDataError, InvalidParameterError
 from ..identifiability import unidentified_mask
 from . import io, scaling, splits
 from .scaling import Scaler
+from .weights import twin_rows
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -206,7 +207,7 @@ class MultiTaskData:
             _check_scale(X, name, [f"feature '{f}'" for f in self._feature_names])
             _check_scale(y[:, None], name, ["y"])
         self._unidentified: dict = {}   # (fit_intercept, collinear) -> mask: see unidentified
-        self.weighted = False   # True: the unweighted twin of weighted data (``data.weights``)
+        self._counts = None   # the twin of weighted data: the tasks' total weights (``counts``)
 
     @classmethod
     def _derived(cls, Xs, ys, task_names, feature_names) -> MultiTaskData:
@@ -227,7 +228,7 @@ class MultiTaskData:
         data._ys = [_frozen(y) for y in ys]
         data._task_names, data._feature_names = list(task_names), list(feature_names)
         data._unidentified = {}
-        data.weighted = False
+        data._counts = None
         return data
 
     # ----------------------------------------------------------------- access
@@ -245,6 +246,18 @@ class MultiTaskData:
     def n_samples(self) -> np.ndarray:
         """Per-task sample sizes n_k, shape (K,)."""
         return np.array([len(y) for y in self._ys], dtype=np.int64)
+
+    @property
+    def counts(self) -> np.ndarray:
+        """(K,) how many observations each task stands for: ``n_samples``, or for the twin of
+        weighted data (``data.weights``) the tasks' total weights, which objectives that weigh
+        tasks by their size use in place of the row counts."""
+        return self.n_samples if self._counts is None else self._counts
+
+    @property
+    def weighted(self) -> bool:
+        """Whether these are the unweighted twin of weighted data (``data.weights``)."""
+        return self._counts is not None
 
     @property
     def n_total(self) -> int:
@@ -322,12 +335,14 @@ class MultiTaskData:
         repeated = sorted({self._task_names[k] for k in ks if ks.count(k) > 1})
         if repeated:
             raise InvalidParameterError(f"subset_tasks got task(s) {repeated} more than once.")
-        return MultiTaskData._derived(
+        subset = MultiTaskData._derived(
             [self._Xs[k] for k in ks],
             [self._ys[k] for k in ks],
             [self._task_names[k] for k in ks],
             self._feature_names,
         )
+        subset._counts = None if self._counts is None else self._counts[ks]
+        return subset
 
     def stacked(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Pool all tasks into one design, for pooled methods.
@@ -344,6 +359,17 @@ class MultiTaskData:
             np.concatenate(self._ys),
             np.repeat(np.arange(self.n_tasks, dtype=np.int64), self.n_samples),
         )
+
+    def pooled(self) -> tuple[np.ndarray, np.ndarray]:
+        """(X, y) of all tasks' rows as one sample, for pooled fits and pooled statistics: the
+        rows stacked, or for the twin of weighted data (``data.weights``) rows whose mean and
+        second moments are the pooled weighted ones (each task's rows standing for its counts)."""
+        X_all, y_all, _ = self.stacked()
+        if not self.weighted:
+            return X_all, y_all
+        rows = twin_rows(np.column_stack([X_all, y_all]),
+                         np.repeat(self.counts / self.n_samples, self.n_samples))
+        return rows[:, :-1], rows[:, -1]
 
     def unidentified(self, fit_intercept: bool = True, *, collinear: bool) -> np.ndarray:
         """(K, p) read-only bool: the (task, feature) pairs the tasks' own data cannot identify

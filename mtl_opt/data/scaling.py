@@ -44,8 +44,7 @@ def fit_scaler(data: MultiTaskData, how="task", center=True, scale=True) -> Scal
     if how == "task":
         groups = list(zip(data.Xs, data.ys))
     else:
-        X_all, y_all, _ = data.stacked()
-        groups = [(X_all, y_all)]
+        groups = [data.pooled()]
     x_mean, x_shift, x_scale, y_mean, y_shift, constant = [], [], [], [], [], []
     for X, y in groups:
         (mean, shift), std = centring(X), X.std(axis=0)   # a constant column centres to exactly 0
@@ -147,7 +146,9 @@ class Scaler:
         else:
             Xs = self.transform_designs(data)
             ys = [centre(y, self.y_mean[k], self.y_shift[k]) for k, y in zip(rows, data.ys)]
-        return type(data)._derived(Xs, ys, data.task_names, data.feature_names)
+        derived = type(data)._derived(Xs, ys, data.task_names, data.feature_names)
+        derived._counts = data._counts   # a map of each task's rows: the same observations
+        return derived
 
     def transform_designs(self, data: MultiTaskData) -> list[np.ndarray]:
         """The standardized designs X' of ``transform``, alone: no responses and no new data set

@@ -2,7 +2,8 @@
 
 For the estimators whose objective is a sum over tasks of a per-task squared loss normalized by
 its count, ``1/(2 n_k) ||y_k - b_k - X_k beta_k||^2`` (with or without the intercept b_k), plus
-terms that do not depend on the data (SparseMTL's F, PerTaskOLS), sample weights w_i >= 0 mean
+terms that do not depend on the data (SparseMTL's F, the OLS baselines, ARMUL's squared loss),
+sample weights w_i >= 0 mean
 ``1/(2 W_k) sum_i w_i (y_i - b_k - x_i beta_k)^2`` with W_k = sum_i w_i: integer weights are
 row duplication.  Such an objective depends on task k's data only through its weighted mean m
 and weighted second moments ``(1/W) sum_i w_i z_i z_i^T`` of the rows z_i = (x_i, y_i), centred
@@ -17,17 +18,22 @@ without knowing of weights:
 The t sum to (n + 1) m, and their centred Gram is c^2 sum_i u_i u_i^T (the S S^T terms cancel:
 -2/(r(r-1)) + n/(r(r-1))^2 + 1/r^2 = 0 with n = r^2 - 1), i.e. (n + 1)/W times the weighted
 centred Gram; so the twin's mean, centred and uncentred moments over n + 1 equal the weighted
-ones over W.  Rows of weight 0 are dropped first (duplication zero times).  As with centring
-(``reductions``), the problem certified is the one on the twin's floats, which equals the
-weighted problem to rounding.
+ones over W.  Rows of weight 0 are dropped first (duplication zero times).  What weighs tasks
+by their size reads the twin's ``counts`` (the W_k), and pooled statistics its ``pooled()``
+rows.  As with centring (``reductions``), the problem certified is the one on the twin's floats,
+which equals the weighted problem to rounding.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import InvalidDataError
-from .core import MultiTaskData
+
+if TYPE_CHECKING:
+    from .core import MultiTaskData
 
 
 def task_weights(sample_weight, rows: list[np.ndarray], n: int, data: MultiTaskData,
@@ -59,24 +65,27 @@ def task_weights(sample_weight, rows: list[np.ndarray], n: int, data: MultiTaskD
     return split
 
 
+def twin_rows(Z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The n + 1 unweighted rows whose mean and second moments over n + 1 are the weighted ones
+    of the rows of ``Z`` (n, q) under weights ``w`` > 0 (module docstring)."""
+    n, total = len(w), w.sum()
+    mean = (w @ Z) / total
+    u = np.sqrt(w)[:, None] * (Z - mean)
+    S = u.sum(axis=0)
+    r = np.sqrt(n + 1.0)
+    twin = mean + (r / np.sqrt(total)) * np.vstack([u - S / (r * (r - 1.0)), S / r])
+    constant = np.ptp(Z, axis=0) == 0   # a constant column stays exactly constant
+    twin[:, constant] = Z[0, constant]
+    return twin
+
+
 def weighted_twin(data: MultiTaskData, weights: list[np.ndarray]) -> MultiTaskData:
     """The unweighted data set whose count-normalized per-task moments equal the weighted ones of
     ``data`` under per-task ``weights`` (module docstring): n_k + 1 rows per task, less the rows
-    of weight 0."""
-    Xs, ys = [], []
-    for X, y, w in zip(data.Xs, data.ys, weights):
-        keep = w > 0
-        Z, w = np.column_stack([X[keep], y[keep]]), w[keep]
-        n, total = len(w), w.sum()
-        mean = (w @ Z) / total
-        u = np.sqrt(w)[:, None] * (Z - mean)
-        S = u.sum(axis=0)
-        r = np.sqrt(n + 1.0)
-        twin = mean + (r / np.sqrt(total)) * np.vstack([u - S / (r * (r - 1.0)), S / r])
-        constant = np.ptp(Z, axis=0) == 0   # a constant column stays exactly constant
-        twin[:, constant] = Z[0, constant]
-        Xs.append(twin[:, :-1])
-        ys.append(twin[:, -1])
-    twin = MultiTaskData._derived(Xs, ys, data.task_names, data.feature_names)
-    twin.weighted = True
+    of weight 0; its ``counts`` are the tasks' total weights."""
+    twins = [twin_rows(np.column_stack([X[w > 0], y[w > 0]]), w[w > 0])
+             for X, y, w in zip(data.Xs, data.ys, weights)]
+    twin = type(data)._derived([t[:, :-1] for t in twins], [t[:, -1] for t in twins],
+                               data.task_names, data.feature_names)
+    twin._counts = np.array([w.sum() for w in weights])
     return twin

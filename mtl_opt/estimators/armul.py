@@ -28,13 +28,13 @@ from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from ..solvers.progress import Progress
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
 
 #: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
 PAPER_C_GRID = tuple(round(0.2 * i, 1) for i in range(1, 11))
 
 
-class GLMTasks(MTLEstimator):
+class GLMTasks(SampleWeighted, MTLEstimator):
     """Per-task linear or logistic models: design preparation, back-mapping and prediction.
 
     ``standardize`` scales every feature by one pooled mean and standard
@@ -48,6 +48,12 @@ class GLMTasks(MTLEstimator):
 
     #: The penalty scale of ``_problem``: ARMUL's parameter ``c``; 0 for the baselines.
     c = 0.0
+
+    def _check_weighted(self) -> None:
+        if self.loss == "logistic":
+            raise InvalidParameterError(
+                f"{type(self).__name__}(loss='logistic') takes no sample_weight: the weighted "
+                f"logistic loss is not implemented (sample_weight works with loss='squared').")
 
     def _problem(self, data: MultiTaskData) -> ArmulProblem:
         """The problem on ``data`` at penalty scale ``c``, and the state that maps its solutions
@@ -69,6 +75,7 @@ class GLMTasks(MTLEstimator):
         columns = data.n_features + self.fit_intercept
         twin, _ = scale.apply(Responses(tuple(data.ys), self.c, columns))
         return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c,
+                                       counts=data.counts if data.weighted else None,
                                        intercept=self.fit_intercept)
 
     def _identified_columns(self, data: MultiTaskData) -> np.ndarray:

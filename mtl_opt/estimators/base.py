@@ -628,8 +628,9 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
 
 class SampleWeighted:
-    """Mixin of the estimators whose objective is a count-normalized squared loss per task
-    (``mtl_opt.data.weights``): their ``fit`` takes ``sample_weight``."""
+    """Mixin of the estimators whose objective is a count-normalized squared loss per task, with
+    tasks weighed by their ``MultiTaskData.counts`` where at all (``mtl_opt.data.weights``):
+    their ``fit`` takes ``sample_weight``."""
 
     def fit(self, X, y=None, *, task=None, sample_weight=None, init: FitResult | None = None,
             model: ModelSpec | None = None):
@@ -638,7 +639,12 @@ class SampleWeighted:
         loss is then the weighted mean ``1/(2 W_k) sum_i w_i r_i^2``, W_k its total weight:
         integer weights equal duplicating rows, rows of weight 0 are left out, and the
         certificate is the weighted problem's."""
+        if sample_weight is not None:
+            self._check_weighted()
         return self._fit_weighted(X, y, task, sample_weight, init, model)
+
+    def _check_weighted(self) -> None:
+        """Refuse ``sample_weight`` where these parameters leave the squared loss."""
 
 
 class _NotFittedError(NotFittedError, sklearn.exceptions.NotFittedError):

@@ -61,7 +61,7 @@ class PerTaskOLS(SampleWeighted, MTLEstimator):
             "sum of per-task mean squared errors / 2")
 
 
-class PooledOLS(MTLEstimator):
+class PooledOLS(SampleWeighted, MTLEstimator):
     """One least-squares fit on all tasks' data stacked: the same coefficients for every task.
 
     Objective::
@@ -84,7 +84,7 @@ class PooledOLS(MTLEstimator):
 
     def _fitted(self, data: MultiTaskData) -> np.ndarray:
         """(p,) bool: the features identified in the pooled data."""
-        return identified_columns(np.vstack(data.Xs), self.fit_intercept)
+        return identified_columns(data.pooled()[0], self.fit_intercept)
 
     def _unidentified_mask(self, data: MultiTaskData) -> np.ndarray:
         return np.tile(~self._fitted(data), (data.n_tasks, 1))
@@ -101,8 +101,8 @@ class PooledOLS(MTLEstimator):
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         fitted = self._fitted(data)
-        X = np.vstack(data.Xs)[:, fitted]
-        fit = ols(with_intercept(X) if self.fit_intercept else X, np.concatenate(data.ys),
+        X, y = data.pooled()
+        fit = ols(with_intercept(X[:, fitted]) if self.fit_intercept else X[:, fitted], y,
                   name="pooled data")
         stacked = np.zeros(data.n_features + self.fit_intercept)
         stacked[stacked_mask(fitted[None, :], self.fit_intercept)[0]] = fit.coef

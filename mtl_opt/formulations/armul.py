@@ -70,10 +70,12 @@ class ArmulProblem:
     loss: str
 
     @classmethod
-    def from_tasks(cls, Xs, ys, *, loss="squared", c=1.0, weights=None,
+    def from_tasks(cls, Xs, ys, *, loss="squared", c=1.0, weights=None, counts=None,
                    intercept=False) -> "ArmulProblem":
         """Pad the tasks; w_j = n_j unless ``weights``; lambda_j = c sqrt(d / n_j); with
-        ``intercept``, a column of ones first (written in place: no widened copy of X_j)."""
+        ``intercept``, a column of ones first (written in place: no widened copy of X_j).
+        ``counts``: the n_j of w_j and lambda_j when they are not the rows' (the twin of
+        weighted data, ``MultiTaskData.counts``: the tasks' total weights)."""
         if loss not in LOSSES:
             raise InvalidParameterError(f"loss must be one of {LOSSES}; got {loss!r}.")
         n = np.array([len(y) for y in ys])
@@ -86,8 +88,9 @@ class ArmulProblem:
             X[:, :, 0] = mask
         if loss == "logistic" and not np.all((y[mask] == 0) | (y[mask] == 1)):
             raise InvalidDataError("logistic loss needs labels in {0, 1}; got other values in y.")
-        w = n.astype(float) if weights is None else np.asarray(weights, dtype=float)
-        return cls(X, y, mask, w, c * np.sqrt(d / n), loss)
+        size = n if counts is None else np.asarray(counts, dtype=float)
+        w = size.astype(float) if weights is None else np.asarray(weights, dtype=float)
+        return cls(X, y, mask, w, c * np.sqrt(d / size), loss)
 
     @property
     def m(self) -> int:

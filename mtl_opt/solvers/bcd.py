@@ -107,7 +107,20 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     for start in starts:
         if not any(np.array_equal(_support(problem, start), _support(problem, B)) for B, _, _ in runs):
             runs.append(run(problem, start))
-    return BcdRun(*_marked(min(runs, key=lambda r: problem.objective(r[0])), deadline, clock))
+    return BcdRun(*_marked(_best(problem, runs), deadline, clock))
+
+
+def _best(problem, runs):
+    """The run of least F, a later start winning only by more than rounding (``IMPROVEMENT``):
+    F values equal up to rounding (e.g. supports that all interpolate) are a tie, and a tie
+    keeps the first start, so the answer does not hang on the rounding of the data (the same
+    rows in another order, or weighted rather than repeated)."""
+    best, best_value = runs[0], problem.objective(runs[0][0])
+    for run in runs[1:]:
+        value = problem.objective(run[0])
+        if value < best_value - IMPROVEMENT * max(abs(best_value), 1e-12):
+            best, best_value = run, value
+    return best
 
 
 def _marked(run, deadline, clock):
