@@ -45,7 +45,8 @@ def _relative(a, b):
     return abs(a - b) / max(abs(b), 1e-300)
 
 
-ESTIMATORS = [PerTaskOLS(), PooledOLS(), SparseMTL(s=2, lambda_ridge=0.1),
+ESTIMATORS = [PerTaskOLS(), PooledOLS(), MOLAR(), MOLAR(threshold="soft", c_gamma=3.0),
+              MOLAR(sigma=0.5, algorithm="lp"), SparseMTL(s=2, lambda_ridge=0.1),
               SparseMTL(s=2, lambda_ridge=0.05, algorithm="exact"),
               SparseMTL(s=3, variant="zbar_l2", lambda_zbar=0.05, lambda_ridge=0.05, algorithm="exact"),
               SparseMTL(s=2, variant="cs_l2", lambda_ridge=0.05, standardize=False, algorithm="exact")]
@@ -189,14 +190,25 @@ def test_the_weighted_logistic_loss_is_refused():
         ARMUL(loss="logistic").fit(X, (y > 0).astype(int), task=task, sample_weight=weights)
 
 
-def test_only_objectives_the_twin_carries_take_weights():
-    """MOLAR's thresholds, median weights and noise degrees of freedom count observations in
-    ways the twin does not carry: its fit has no sample_weight, so scikit-learn's tools do not
-    hand one to it."""
-    for est in (SparseMTL(), PerTaskOLS(), PooledOLS(), ARMUL(), IndependentTasks(), LowRankMTL()):
+def test_molar_counts_weights_as_observations():
+    """MOLAR's noise level (RSS / (n - d)), its median weights n / sigma^2 and its thresholds are
+    those of the duplicated rows: with weights 2 on every row the RSS doubles and the residual
+    degrees of freedom grow from n - d to 2n - d, so sigma is sqrt(2 (n - d) / (2n - d)) times
+    the unweighted one."""
+    X, y, task, _ = _tasks(11, n=15)
+    once, twice = MOLAR().fit(X, y, task=task), MOLAR().fit(X, y, task=task, sample_weight=2.0)
+    n, d = 15, 6   # rows and coefficients (intercept included) per task
+    np.testing.assert_allclose(twice.sigma_, once.sigma_ * np.sqrt(2 * (n - d) / (2 * n - d)),
+                               rtol=1e-10)
+
+
+def test_only_the_molar_glm_and_the_other_methods_stand_apart():
+    """MOLARLogistic (a logistic GLM stage) and the high-dimensional MOLAR variants take no
+    weights: their fit has no sample_weight, so scikit-learn's tools do not hand one to them."""
+    for est in (SparseMTL(), PerTaskOLS(), PooledOLS(), MOLAR(), ARMUL(), IndependentTasks(),
+                LowRankMTL()):
         assert has_fit_parameter(est, "sample_weight")
-    for est in (MOLAR(), MOLARLogistic()):
-        assert not has_fit_parameter(est, "sample_weight")
+    assert not has_fit_parameter(MOLARLogistic(), "sample_weight")
 
 
 def test_cross_validation_hands_each_fold_its_weights():

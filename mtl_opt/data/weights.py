@@ -2,7 +2,8 @@
 
 For the estimators whose objective is a sum over tasks of a per-task squared loss normalized by
 its count, ``1/(2 n_k) ||y_k - b_k - X_k beta_k||^2`` (with or without the intercept b_k), plus
-terms that do not depend on the data (SparseMTL's F, the OLS baselines, ARMUL's squared loss),
+terms that do not depend on the data (SparseMTL's F, the OLS baselines, ARMUL's squared loss,
+MOLAR's per-task least squares),
 sample weights w_i >= 0 mean
 ``1/(2 W_k) sum_i w_i (y_i - b_k - x_i beta_k)^2`` with W_k = sum_i w_i: integer weights are
 row duplication.  Such an objective depends on task k's data only through its weighted mean m

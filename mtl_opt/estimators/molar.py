@@ -23,10 +23,10 @@ from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import ModelSpec, indexed_values
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
 
 
-class MOLAR(MTLEstimator):
+class MOLAR(SampleWeighted, MTLEstimator):
     """Per-task OLS, a covariate-wise weighted median, then thresholding toward it.
 
     1. beta_ind_m = OLS of task m on the coordinates it identifies; sigma_m from
@@ -166,7 +166,7 @@ class MOLAR(MTLEstimator):
         clock = time.perf_counter()
         fits, sigma = self._local_fits(data)
         ols_time = time.perf_counter() - clock
-        fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
+        fit = molar_fit(fits, data.counts, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
                         method=method, backend=self.backend, options=options, deadline=deadline)
         return self._molar_result(data, fit, options, [{"stage": "ols", "time": ols_time}],
                                   method.name, method.backend_for(self.backend))
@@ -174,7 +174,7 @@ class MOLAR(MTLEstimator):
     def _local_fits(self, data: MultiTaskData):
         """The per-task OLS fits and the noise levels MOLAR uses."""
         fits = per_task_ols(data, self.fit_intercept, self._residual_dof())
-        return fits, noise_levels(self.sigma, fits, data.n_samples, data.task_names,
+        return fits, noise_levels(self.sigma, fits, data.counts, data.task_names,
                                   type(self).__name__)
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
@@ -184,7 +184,7 @@ class MOLAR(MTLEstimator):
         intercept of 1e9), with one power-of-2 scale for all covariates (so a homogeneous row of
         differences needs no conversion): z[k] = (coefficient k - y_offset[k]) / y_scale."""
         fits, sigma = self._local_fits(data)
-        problem = median_problem(fits, data.n_samples / sigma**2)
+        problem = median_problem(fits, data.counts / sigma**2)
         frame = formulation.MedianFrame.of(*problem, uniform=True)
         twin, inverse = frame.apply(problem)
         scale = float(frame.scale[0])
@@ -192,7 +192,7 @@ class MOLAR(MTLEstimator):
         names = (["intercept"] if self.fit_intercept else []) + list(map(str, data.feature_names))
 
         def finish(run, options):
-            fit = molar_fit(fits, data.n_samples, sigma, c_gamma=self.c_gamma,
+            fit = molar_fit(fits, data.counts, sigma, c_gamma=self.c_gamma,
                             threshold=self.threshold, median=run)
             return self._molar_result(data, fit, options, [], "user_model", "highs")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -16,13 +17,14 @@ def fitted_columns(data: MultiTaskData, fit_intercept: bool, residual_dof: int =
     """(K, p) bool: the features per-task least squares fits in each task (the one rule).
 
     ``identifiability.identified_columns``, then, while a task would keep fewer than
-    ``residual_dof`` residual degrees of freedom (n_k - intercept - features), its last kept
+    ``residual_dof`` residual degrees of freedom (n_k - intercept - features; n_k its
+    ``MultiTaskData.counts``, the whole weight of weighted data rounded down), its last kept
     features in column order are dropped: they count as not identified in that task (MOLAR
     asks for 1 when it estimates sigma_k).  Refuses a task left with no feature.
     """
     mask = np.array([identified_columns(X, fit_intercept) for X in data.Xs], dtype=bool)
-    for row, X in zip(mask, data.Xs):
-        row[np.flatnonzero(row)[max(X.shape[0] - fit_intercept - residual_dof, 0):]] = False
+    for row, count in zip(mask, np.floor(data.counts + 1e-9).astype(int)):   # observations
+        row[np.flatnonzero(row)[max(count - fit_intercept - residual_dof, 0):]] = False
     empty = [name for name, row in zip(data.task_names, mask) if not row.any()]
     if empty:
         raise InvalidDataError(
@@ -108,13 +110,19 @@ def per_task_ols(data: MultiTaskData, fit_intercept: bool, residual_dof: int = 0
                  fitted: np.ndarray | None = None) -> TaskFits:
     """One OLS fit per task on its ``fitted_columns`` (and the intercept when ``fit_intercept``).
 
-    ``fitted`` (K, p) overrides the rule, for callers that applied it to the uncentred data."""
+    ``fitted`` (K, p) overrides the rule, for callers that applied it to the uncentred data.  On
+    the twin of weighted data (``mtl_opt.data.weights``: its moments over its rows are the
+    weighted ones over the weights' total W_k), ``rss`` and ``gram_inv_diag`` are mapped to the
+    weighted sample's (times and over W_k / rows), what duplicated rows would give."""
     designs = task_designs(data, fit_intercept)
     if fitted is None:
         fitted = fitted_columns(data, fit_intercept, residual_dof)
     used = stacked_mask(fitted, fit_intercept)
     fits: list[OLSFit] = [ols(A[:, u], y, name=f"task {name!r}")
                           for name, A, u, y in zip(data.task_names, designs, used, data.ys)]
+    if data.weighted:
+        fits = [replace(f, rss=f.rss * r, gram_inv_diag=f.gram_inv_diag / r)
+                for f, r in zip(fits, data.counts / data.n_samples)]
     return TaskFits(designs, used, fits)
 
 
