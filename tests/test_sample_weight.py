@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
+import sklearn
 from sklearn.base import clone
 from sklearn.model_selection import KFold, cross_val_score
 from sklearn.utils.validation import has_fit_parameter
@@ -211,11 +212,16 @@ def test_only_the_molar_glm_and_the_other_methods_stand_apart():
     assert not has_fit_parameter(MOLARLogistic(), "sample_weight")
 
 
-def test_cross_validation_hands_each_fold_its_weights():
+@pytest.mark.parametrize("routing", [False, True], ids=["routing_off", "routing_on"])
+def test_cross_validation_hands_each_fold_its_weights(routing):
     X, y, task, weights = _tasks(6)
     est = SparseMTL(s=2, lambda_ridge=0.1, task_column=0)
     Xt = np.column_stack([np.searchsorted(np.unique(task), task), X])
     folds = list(KFold(3, shuffle=True, random_state=0).split(Xt))
-    scores = cross_val_score(est, Xt, y, cv=folds, params={"sample_weight": weights})
+    with sklearn.config_context(enable_metadata_routing=routing):
+        # with routing on scikit-learn asks where the weights go: to fit, not to score
+        searched = (clone(est).set_fit_request(sample_weight=True).set_score_request(sample_weight=False)
+                    if routing else est)
+        scores = cross_val_score(searched, Xt, y, cv=folds, params={"sample_weight": weights})
     by_hand = [clone(est).fit(Xt[a], y[a], sample_weight=weights[a]).score(Xt[b], y[b]) for a, b in folds]
     np.testing.assert_allclose(scores, by_hand, rtol=1e-10)
