@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.stats
+from scipy.special import ndtr, ndtri, stdtrit   # Phi, its inverse, Student's t quantile
 
 from .. import legacy
 from ..data import MultiTaskData
@@ -273,8 +273,7 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
     v = np.where(used, fit.gram_inv_diag, 1.0)   # any positive value where w_mk = 0
     tau = sigma[:, None] * np.sqrt(v)
     level = 1 - alpha / 4
-    q = (np.full(K, scipy.stats.norm.ppf(level)) if known_sigma
-         else scipy.stats.t.ppf(level, n - fit.dims))
+    q = (np.full(K, ndtri(level)) if known_sigma else stdtrit(n - fit.dims, level))
     own_half = q[:, None] * tau
     tilde_gamma = np.sqrt(2) * np.log(np.maximum(2 * n, 8 / alpha)) * sigma
     z = fit.median.estimate
@@ -285,7 +284,7 @@ def molar_intervals(fit: MolarFit, alpha: float, *, known_sigma: bool) -> tuple[
     precision = np.sum(w / tau, axis=0)   # 0 where no task identifies k: no global interval
     se = np.sqrt(np.pi / 2 * np.divide(np.sum(w**2, axis=0), precision**2,
                                        out=np.full(d, np.inf), where=precision > 0))
-    half = _quantile_shift(w, tau, shift) + scipy.stats.norm.ppf(level) * se
+    half = _quantile_shift(w, tau, shift) + ndtri(level) * se
     use_global = aligned & np.isfinite(half)[None, :]
     center = np.where(use_global, z[None, :], local)
     radius = np.where(use_global, np.broadcast_to(half, (K, d)), own_half)
@@ -302,7 +301,7 @@ def _quantile_shift(w, tau, shift, iterations: int = 80) -> np.ndarray:
     high = np.where(w > 0, tau, 0.0).max(axis=0)
 
     def cdf(x):
-        return (w * scipy.stats.norm.cdf(x[None, :] / tau)).sum(axis=0)
+        return (w * ndtr(x[None, :] / tau)).sum(axis=0)
 
     while np.any(grow := (cdf(high) < target) & (shift < 0.5)):
         high = np.where(grow, 2 * high, high)
