@@ -163,7 +163,10 @@ def molar_vs_ols(rounds: int):
 
 def bnb_vs_okridge(rounds: int):
     """bnb's seconds to 1e-4 on F over OKRidge's held to the same gap (``sparse_exact.py``'s
-    section 3, p = 1000, SNR 100, lambda2 = 0.1; seed = round)."""
+    section 3, p = 1000, SNR 100, lambda2 = 0.1; seed = round).  Skipped before any import
+    where okridge is not installed (``sparse_exact`` loads and compiles bnb's kernels)."""
+    if importlib.util.find_spec("okridge") is None:
+        return None, "okridge not installed (pip install okridge requests, in its own venv)"
     sys.path.insert(0, str(HERE))
     from sparse_exact import (GRID_PATHS, demo_data, okridge_on_f, okridge_tolerance, okridge_tree,
                               problem_for, run_paths)
