@@ -21,7 +21,7 @@ from ..solvers.options import SolveOptions
 from ..reductions import ObjectiveScale
 from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted, SequenceOf
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
 BCD_SHARE = 0.5
@@ -95,6 +95,12 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         shared supports between tasks; e.g. ``[{"kind": "include", "features": ["age"]},
         {"kind": "at_most", "features": ["a1", "a2", "a3"], "count": 1}]``.  Every algorithm
         enforces them or refuses them, naming one that would.
+    coef_bound : float, sequence of p floats, or None
+        A box the user knows, ``|coefficient_j| <= coef_bound`` (scalar: every feature; else one
+        positive bound per feature), on the original scale of the features, for every task: part
+        of the problem fitted and certified (``result_.objective_name`` says "certified for
+        |b_j| <= M").  The same as a ``bounds`` constraint on every feature; bcd keeps to it and
+        the MIQP certifies it (bnb and outer approximation refuse a box, naming the MIQP).
     seed : int or None
         Deprecated, no effect (a DeprecationWarning when set): bcd and bnb are deterministic,
         and the seed of oa's and miqp's MILP solver is ``solve_options.seed``.
@@ -131,12 +137,14 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         "local_search": [BOOLEAN],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
         "constraints": [OneOf((None,)), InstanceOf((list, tuple), "a list of constraints")],
+        "coef_bound": [OneOf((None,)), Interval(0.0, None, open_low=True),
+                       SequenceOf(Interval(0.0, None, open_low=True))],
     }
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
                  max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
-                 solver=None, constraints=None, task_column=None, unseen="raise"):
+                 solver=None, constraints=None, coef_bound=None, task_column=None, unseen="raise"):
         self.task_column = task_column
         self.unseen = unseen
         self.variant = variant
@@ -154,6 +162,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         self.seed = seed
         self.solver = solver
         self.constraints = constraints
+        self.coef_bound = coef_bound
 
     def _check_fit(self, data: MultiTaskData) -> None:
         built = self._problem(data)
@@ -324,13 +333,37 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         excluded = data.unidentified(self.fit_intercept, collinear=False)
         if self.standardize or self.fit_intercept:
             data, scaler = data.standardize(how="task", center=self.fit_intercept, scale=self.standardize)
-        side = compile_constraints(self.constraints, data.task_names, data.feature_names,
+        side = compile_constraints([*(self.constraints or ()), *self._box(data.feature_names)],
+                                   data.task_names, data.feature_names,
                                    scaler.x_scale if self.standardize else None)
         problem = SparseProblem.from_data(
             data, variant=self.variant, s=min(self.s, data.n_features), lambda_ridge=self.lambda_ridge,
             lambda_bbar=self.lambda_bbar, lambda_zbar=self.lambda_zbar,
             fit_intercept=False, excluded=excluded, side=side)
         return problem, scaler, data
+
+    def _box(self, features) -> list[dict]:
+        """``coef_bound`` as ``bounds`` constraints, one per feature (none: no box)."""
+        if self.coef_bound is None:
+            return []
+        bound = np.broadcast_to(np.asarray(self.coef_bound, dtype=float), (len(features),)) \
+            if np.ndim(self.coef_bound) == 0 or len(self.coef_bound) == len(features) else None
+        if bound is None:
+            raise InvalidParameterError(
+                f"coef_bound must be one number or one per feature ({len(features)}); got "
+                f"{len(self.coef_bound)} numbers.")
+        return [{"kind": "bounds", "features": [name], "lower": -float(M), "upper": float(M)}
+                for name, M in zip(features, bound)]
+
+    def _box_statement(self, certified: bool) -> str:
+        """How the summary states the box of the problem fitted ("" without one): "certified
+        for" it where the run proved a bound, else "for"."""
+        if self.coef_bound is None:
+            return ""
+        bound = np.asarray(self.coef_bound, dtype=float)
+        box = (f"|b_j| <= {float(bound):g}" if bound.ndim == 0
+               else f"|b_j| <= M_j (coef_bound, max {bound.max():g})")
+        return f", {'certified for' if certified else 'for'} {box}"
 
     def _result(self, problem, scaler, data, run, method, backend, options) -> FitResult:
         """The FitResult of ``run`` (of ``method`` on ``backend``, None: its default) on the
@@ -344,7 +377,8 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         return self._result_of(
             data, run, coef=coef, intercept=intercept_orig, objective=problem.objective(B, z),
             rel_gap=options.rel_gap,
-            objective_name=f"F ({self.variant}" + (", standardized data)" if scaler else ")"),
+            objective_name=f"F ({self.variant}" + (", standardized data" if scaler else "")
+            + self._box_statement(run.lower_bound is not None) + ")",
             solver=f"{method.name} ({run.native['solver']})",
             algorithm=method.name, backend=method.backend_for(backend),
             extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})

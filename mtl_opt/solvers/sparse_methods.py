@@ -47,8 +47,9 @@ def _oa_scope(problem: SparseProblem, backend) -> str | None:
     refit of each support, so signs and bounds on the coefficients are the MIQP's."""
     if problem.side.bounded:
         return ("outer approximation (algorithm='oa_multi_tree' or 'oa_single_tree') cannot "
-                "enforce sign or bound constraints on the coefficients (its cuts assume free "
-                "coefficients on each support); use algorithm='miqp', which models them.")
+                "enforce sign or bound constraints on the coefficients, coef_bound included (its "
+                "cuts assume free coefficients on each support); use algorithm='miqp', which "
+                "models them.")
     return _exact_curvature(problem, backend)
 
 

@@ -24,7 +24,8 @@ def refusal(problem: SparseProblem) -> str | None:
     side = problem.side
     if side.bounded:
         return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
-                "bounds on the coefficients; use algorithm='miqp', which models them.")
+                "bounds on the coefficients (coef_bound included); use algorithm='miqp', which "
+                "models them.")
     if side.counts or side.shared:
         return ("algorithm='bnb' enforces include and exclude constraints only, not at_most, "
                 "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
