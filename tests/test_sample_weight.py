@@ -225,3 +225,11 @@ def test_cross_validation_hands_each_fold_its_weights(routing):
         scores = cross_val_score(searched, Xt, y, cv=folds, params={"sample_weight": weights})
     by_hand = [clone(est).fit(Xt[a], y[a], sample_weight=weights[a]).score(Xt[b], y[b]) for a, b in folds]
     np.testing.assert_allclose(scores, by_hand, rtol=1e-10)
+
+
+def test_an_edited_model_takes_no_weights():
+    X, y, task, weights = _tasks(12)
+    est = SparseMTL(s=2, lambda_ridge=0.1)
+    spec = est.pyomo_model(MultiTaskData.from_long(X, y, task))
+    with pytest.raises(InvalidParameterError, match="sample_weight or model=, not both"):
+        est.fit(MultiTaskData.from_long(X, y, task), sample_weight=np.ones(len(y)), model=spec)

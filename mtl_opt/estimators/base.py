@@ -640,6 +640,10 @@ class SampleWeighted:
         integer weights equal duplicating rows, rows of weight 0 are left out, and the
         certificate is the weighted problem's."""
         if sample_weight is not None:
+            if model is not None:
+                raise InvalidParameterError(
+                    f"{type(self).__name__}.fit takes sample_weight or model=, not both: a "
+                    f"ModelSpec is the model of the unweighted data it was built on.")
             self._check_weighted()
         return self._fit_weighted(X, y, task, sample_weight, init, model)
 
