@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import enum
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -36,6 +37,9 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
     #: terminated (SIGTERM); finished work is kept
     TERMINATED = 143
+    #: the reader of standard output closed it (``mtl-opt ... | head``): 128 + SIGPIPE, as a
+    #: shell tool; the run's files are written, only its printing stops
+    BROKEN_PIPE = 141
 
 
 ERROR_CODES = {
@@ -167,6 +171,9 @@ def _main(argv: list[str] | None) -> int:
     except MTLOptError as exc:
         print(f"mtl-opt: error: {exc}", file=sys.stderr)
         return int(next(ERROR_CODES[cls] for cls in type(exc).__mro__ if cls in ERROR_CODES))
+    except BrokenPipeError:   # Python's recipe: no more output, no traceback at exit's flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitCode.BROKEN_PIPE
     except KeyboardInterrupt as exc:  # a command that keeps finished work says where in exc
         code = interrupts.exit_code()
         what = "terminated" if code == ExitCode.TERMINATED else "interrupted"

@@ -563,3 +563,16 @@ def test_concurrent_benches_on_one_out_record_every_cell_once(tmp_path):
     jsonl, table = _bench_rows(out)
     assert sorted(jsonl) == sorted(table) == expected   # nothing lost, nothing twice
     assert sorted(os.listdir(out)) == ["results.csv", "results.jsonl"]   # no lock, no temporary
+
+
+def test_a_reader_that_closes_stdout_ends_the_run_quietly_with_141(tmp_path):
+    """``mtl-opt solve ... -v | head -1``: the pipe breaks while the report prints; the result
+    file is still written and nothing but the shell's convention (128 + SIGPIPE) is left."""
+    out = tmp_path / "result.json"
+    proc = start("solve", LIB / "tiny_sparse_l0l2.toml", "-v", "--out", out)
+    proc.stdout.readline()
+    proc.stdout.close()   # what head does after its line
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert FitResult.from_json(out).objective is not None
