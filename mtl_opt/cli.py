@@ -212,7 +212,7 @@ def _solve(args) -> int:
                 print(f"mtl-opt {__version__}  instance {args.instance}")
                 print(f"{instance.method}  K={data.n_tasks} p={data.n_features} n={data.n_total}  "
                       f"parameters: {changed}\n")
-            result = estimator.fit(data).result_
+            result = instance.fit(estimator, data).result_
     except interrupts.FitInterrupted as stop:
         if stop.result is None:
             raise KeyboardInterrupt(f"{stop}; no result written") from None
@@ -279,6 +279,10 @@ def _export(args) -> int:
             "SCIP's LP reader rejects; use --format mps (or --model master for LP).")
     out = output_file(args.out, f"{args.instance.stem}.{args.model}.{args.format}",
                       inputs=instance.files, stdout=True)
+    if "weight" in instance.data_spec:
+        raise InvalidParameterError(
+            f"export writes the model of the unweighted data; {args.instance} names a weight "
+            f"column: remove it from [data] to export.")
     pyomo_format = {"lp": "cpxlp", "mps": "mps"}[args.format]
     with atomic_path(out) as temporary:   # STDOUT: copied there after the block, on its own
         with stdout_to_stderr() if out is STDOUT else contextlib.nullcontext():

@@ -4,6 +4,7 @@
     path = "molar_demo.csv"
     task = "task"               # CSV: task and response columns,
     response = "y"              #      features = [...] (default: all others)
+    # weight = "w"              # optional: a column (npz: an array) of per-row sample weights
     # npz: X / y / task name the arrays (defaults "X", "y", "task")
 
     [method]
@@ -25,10 +26,12 @@ Unknown tables or keys are errors: a typo must never be silently ignored.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 
 from .data import MultiTaskData
 from .errors import InstanceFileError, InvalidParameterError
@@ -37,8 +40,8 @@ from .tomlfile import only_keys, read_tables
 from .estimators import ESTIMATORS, MTLEstimator
 from .solvers.options import SolveOptions
 
-DATA_KEYS = {"csv": {"path", "task", "response", "features"},
-             "npz": {"path", "X", "y", "task"}}
+DATA_KEYS = {"csv": {"path", "task", "response", "features", "weight"},
+             "npz": {"path", "X", "y", "task", "weight"}}
 #: Estimator parameters that come from [solve], not [method].
 SOLVE_PARAMS = ("backend", "solve_options")
 SOLVE_KEYS = {"backend"} | {f.name for f in dataclasses.fields(SolveOptions)}
@@ -66,13 +69,53 @@ class Instance:
         return self.path, self.data_path
 
     def load_data(self) -> MultiTaskData:
-        """Read the data file the instance points to."""
+        """Read the data file the instance points to (a ``weight`` column is not a feature:
+        ``sample_weight`` reads it)."""
         spec = dict(self.data_spec)
         spec.pop("path")
+        weight = spec.pop("weight", None)
         data_path = self.data_path
         if data_path.suffix == ".npz":
             return MultiTaskData.from_npz(data_path, **spec)
+        if weight is not None and spec.get("features") is None:
+            spec["features"] = [c for c in _csv_header(data_path)
+                                if c not in (spec["task"], spec["response"], weight)]
         return MultiTaskData.from_csv(data_path, **spec)
+
+    def sample_weight(self, data: MultiTaskData) -> np.ndarray | None:
+        """The ``weight`` column (npz: array) of the data file in the stacked task order of
+        ``data`` (its ``load_data``), or None when [data] names none."""
+        weight = self.data_spec.get("weight")
+        if weight is None:
+            return None
+        if self.data_path.suffix == ".npz":
+            arrays = np.load(self.data_path, allow_pickle=False)
+            task = self.data_spec.get("task", "task")
+            if weight not in arrays:
+                raise InstanceFileError(f"{self.path}: [data] weight: the npz file holds no array "
+                                        f"{weight!r}; it holds {sorted(arrays.files)}.")
+            labels, values = np.asarray(arrays[task]).astype(str), np.asarray(arrays[weight], float)
+        else:
+            labels, values = _csv_weights(self.path, self.data_path, self.data_spec["task"], weight)
+        if len(values) != data.n_total:
+            raise InstanceFileError(f"{self.path}: [data] weight {weight!r} has {len(values)} "
+                                    f"entries for {data.n_total} rows.")
+        return np.concatenate([values[labels == name] for name in data.task_names])
+
+    def fit(self, estimator: MTLEstimator, data: MultiTaskData) -> MTLEstimator:
+        """``estimator.fit(data)``, with the file's sample weights where [data] names them."""
+        weights = self._checked_weights(estimator, data)
+        return estimator.fit(data) if weights is None else estimator.fit(data, sample_weight=weights)
+
+    def _checked_weights(self, estimator: MTLEstimator, data: MultiTaskData) -> np.ndarray | None:
+        from .estimators.base import SampleWeighted
+
+        weights = self.sample_weight(data)
+        if weights is not None and not isinstance(estimator, SampleWeighted):
+            raise InstanceFileError(
+                f"{self.path}: [data] weight: method {self.method!r} takes no sample weights; "
+                f"remove weight, or use a method whose fit takes sample_weight.")
+        return weights
 
     def estimator(self, *, backend: str | None = None, algorithm: str | None = None,
                   **option_overrides) -> MTLEstimator:
@@ -101,10 +144,38 @@ class Instance:
     def check(self, estimator: MTLEstimator, data: MultiTaskData) -> None:
         """``estimator.check(data)`` (every refusal before a fit); a refused parameter or
         constraint (e.g. a feature name the data does not have) names this file."""
+        self._checked_weights(estimator, data)
         try:
             estimator.check(data)
         except InvalidParameterError as exc:
             raise InstanceFileError(f"{self.path}: {exc}") from None
+
+
+def _csv_header(path: Path) -> list[str]:
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _csv_weights(instance: Path, path: Path, task: str, weight: str) -> tuple[np.ndarray, np.ndarray]:
+    """(task labels, weights) of every row of the CSV file, in file order."""
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        if weight not in header:
+            raise InstanceFileError(f"{instance}: [data] weight: {path} has no column {weight!r}; "
+                                    f"its columns: {header}.")
+        i, j = header.index(task), header.index(weight)
+        labels, values = [], []
+        for row in reader:
+            if not row:
+                continue
+            try:
+                values.append(float(row[j]))
+            except ValueError:
+                raise InstanceFileError(f"{path}: line {reader.line_num}, column {weight!r}: "
+                                        f"{row[j]!r} is not a number (a sample weight).") from None
+            labels.append(row[i])
+    return np.asarray(labels, dtype=str), np.asarray(values)
 
 
 def load_instance(path: str | Path) -> Instance:

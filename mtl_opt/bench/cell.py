@@ -50,7 +50,7 @@ def fit(payload: dict) -> dict:
     estimator.set_params(**payload["params"])
     before = peak_rss_mb()
     start = time.perf_counter()
-    result = estimator.fit(data).result_
+    result = instance.fit(estimator, data).result_
     elapsed = time.perf_counter() - start
     peak = peak_rss_mb()
     return {"status": result.status, "objective": result.objective, "lower_bound": result.lower_bound,

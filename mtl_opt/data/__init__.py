@@ -26,8 +26,9 @@ pandas DataFrame (``MultiTaskData.from_frame``) or as scikit-learn's ``X, y, tas
 (``MultiTaskData.from_long``, what ``fit(X, y, task=...)`` uses).
 
 Layout: ``core`` (the container and its input checks), ``io`` (CSV / NPZ), ``scaling``
-(``standardize`` and ``Scaler``: the preprocessing path of every estimator) and ``splits``
-(train/test and K-fold, stratified by task).
+(``standardize`` and ``Scaler``: the preprocessing path of every estimator), ``splits``
+(train/test and K-fold, stratified by task) and ``weights`` (``sample_weight`` as the unweighted
+twin with the weighted moments).
 """
 
 from .core import MultiTaskData, _to_float_array

@@ -250,13 +250,13 @@ class MultiTaskData:
     @property
     def counts(self) -> np.ndarray:
         """(K,) how many observations each task stands for: ``n_samples``, or for the twin of
-        weighted data (``data.weights``) the tasks' total weights, which objectives that weigh
+        weighted data (``mtl_opt.data.weights``) the tasks' total weights, which objectives that weigh
         tasks by their size use in place of the row counts."""
         return self.n_samples if self._counts is None else self._counts
 
     @property
     def weighted(self) -> bool:
-        """Whether these are the unweighted twin of weighted data (``data.weights``)."""
+        """Whether these are the unweighted twin of weighted data (``mtl_opt.data.weights``)."""
         return self._counts is not None
 
     @property
@@ -362,7 +362,7 @@ class MultiTaskData:
 
     def pooled(self) -> tuple[np.ndarray, np.ndarray]:
         """(X, y) of all tasks' rows as one sample, for pooled fits and pooled statistics: the
-        rows stacked, or for the twin of weighted data (``data.weights``) rows whose mean and
+        rows stacked, or for the twin of weighted data (``mtl_opt.data.weights``) rows whose mean and
         second moments are the pooled weighted ones (each task's rows standing for its counts)."""
         X_all, y_all, _ = self.stacked()
         if not self.weighted:

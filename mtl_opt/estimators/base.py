@@ -231,7 +231,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _fit_data(self, X, y, task, sample_weight=None) -> MultiTaskData:
         """The MultiTaskData of fit's arguments (with ``sample_weight``: its weighted twin,
-        ``data.weights``); sets ``n_features_in_`` and ``feature_names_in_``."""
+        ``mtl_opt.data.weights``); sets ``n_features_in_`` and ``feature_names_in_``."""
         data, labels = self._unweighted_data(X, y, task)
         if sample_weight is None:
             return data
