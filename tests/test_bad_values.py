@@ -106,6 +106,7 @@ def test_every_numeric_parameter_refuses_non_finite_values(case, bad):
 #: Every parameter that takes a sequence of numbers, with a valid call to build its owner.
 SEQUENCES = {
     "MOLAR.sigma": lambda v: MOLAR(sigma=[v, 1.0, 1.0]).fit(DATA),
+    "SparseMTL.coef_bound": lambda v: SparseMTL(s=2, coef_bound=[v] + [1.0] * 11).fit(DATA),
     **{f"{kind}.activation": lambda v, kind=kind: build(ENVIRONMENTS, "environment", kind,
                                                         {"M": 2, "activation": [v, 0.5]})
        for kind in ("model_c", "model_p")},
