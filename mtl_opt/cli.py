@@ -37,8 +37,8 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
     #: terminated (SIGTERM); finished work is kept
     TERMINATED = 143
-    #: the reader of standard output closed it (``mtl-opt ... | head``): 128 + SIGPIPE, as a
-    #: shell tool; the run's files are written, only its printing stops
+    #: the reader of standard output closed it (``mtl-opt ... | head``): the run ends there,
+    #: 128 + SIGPIPE as a shell tool's (outputs are atomic: written whole or not at all)
     BROKEN_PIPE = 141
 
 
