@@ -233,3 +233,17 @@ def test_an_edited_model_takes_no_weights():
     spec = est.pyomo_model(MultiTaskData.from_long(X, y, task))
     with pytest.raises(InvalidParameterError, match="sample_weight or model=, not both"):
         est.fit(MultiTaskData.from_long(X, y, task), sample_weight=np.ones(len(y)), model=spec)
+
+
+def test_weights_that_sum_to_one_per_task_fit_as_their_multiples_do():
+    """Survey weights normalized per task: the count-normalized objectives see only relative
+    weights, so PerTaskOLS and SparseMTL fit exactly as with the weights times 20 (a cap on
+    features by the total weight would refuse every feature here)."""
+    X, y, task, _ = _tasks(13, n=20)
+    weights = np.random.default_rng(14).uniform(0.5, 1.5, size=len(y))
+    for name in dict.fromkeys(task):
+        weights[task == name] /= weights[task == name].sum()
+    for est in (PerTaskOLS(), SparseMTL(s=2, lambda_ridge=0.1, algorithm="exact")):
+        small = clone(est).fit(X, y, task=task, sample_weight=weights).result_
+        large = clone(est).fit(X, y, task=task, sample_weight=20 * weights).result_
+        np.testing.assert_allclose(small.coef, large.coef, rtol=1e-8, atol=1e-10)

@@ -75,7 +75,7 @@ class GLMTasks(SampleWeighted, MTLEstimator):
         columns = data.n_features + self.fit_intercept
         twin, _ = scale.apply(Responses(tuple(data.ys), self.c, columns))
         return ArmulProblem.from_tasks(Xs, list(twin.ys), loss=self.loss, c=twin.c,
-                                       counts=data.counts if data.weighted else None,
+                                       counts=data.counts,
                                        intercept=self.fit_intercept)
 
     def _identified_columns(self, data: MultiTaskData) -> np.ndarray:

@@ -17,14 +17,17 @@ def fitted_columns(data: MultiTaskData, fit_intercept: bool, residual_dof: int =
     """(K, p) bool: the features per-task least squares fits in each task (the one rule).
 
     ``identifiability.identified_columns``, then, while a task would keep fewer than
-    ``residual_dof`` residual degrees of freedom (n_k - intercept - features; n_k its
-    ``MultiTaskData.counts``, the whole weight of weighted data rounded down), its last kept
+    ``residual_dof`` residual degrees of freedom (n_k - intercept - features; with
+    ``residual_dof``, n_k is its ``MultiTaskData.counts``: the whole weight of weighted data
+    rounded down, as duplicated rows would count), its last kept
     features in column order are dropped: they count as not identified in that task (MOLAR
     asks for 1 when it estimates sigma_k).  Refuses a task left with no feature.
     """
     mask = np.array([identified_columns(X, fit_intercept) for X in data.Xs], dtype=bool)
-    for row, count in zip(mask, np.floor(data.counts + 1e-9).astype(int)):   # observations
-        row[np.flatnonzero(row)[max(count - fit_intercept - residual_dof, 0):]] = False
+    # the noise level's degrees of freedom count observations (weights); identification, rows
+    sizes = np.floor(data.counts + 1e-9).astype(int) if residual_dof else data.n_samples
+    for row, size in zip(mask, sizes):
+        row[np.flatnonzero(row)[max(size - fit_intercept - residual_dof, 0):]] = False
     empty = [name for name, row in zip(data.task_names, mask) if not row.any()]
     if empty:
         raise InvalidDataError(
