@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .data import MultiTaskData
+from .data.io import _read_npz as read_npz_arrays
 from .errors import InstanceFileError, InvalidParameterError
 from .formulations.constraints import as_constraints
 from .tomlfile import only_keys, read_tables
@@ -89,11 +90,11 @@ class Instance:
         if weight is None:
             return None
         if self.data_path.suffix == ".npz":
-            arrays = np.load(self.data_path, allow_pickle=False)
+            arrays = read_npz_arrays(self.data_path)   # the checks load_data's reading made
             task = self.data_spec.get("task", "task")
             if weight not in arrays:
                 raise InstanceFileError(f"{self.path}: [data] weight: the npz file holds no array "
-                                        f"{weight!r}; it holds {sorted(arrays.files)}.")
+                                        f"{weight!r}; it holds {sorted(arrays)}.")
             labels, values = np.asarray(arrays[task]).astype(str), np.asarray(arrays[weight], float)
         else:
             labels, values = _csv_weights(self.path, self.data_path, self.data_spec["task"], weight)

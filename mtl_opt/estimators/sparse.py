@@ -346,14 +346,13 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         """``coef_bound`` as ``bounds`` constraints, one per feature (none: no box)."""
         if self.coef_bound is None:
             return []
-        bound = np.broadcast_to(np.asarray(self.coef_bound, dtype=float), (len(features),)) \
-            if np.ndim(self.coef_bound) == 0 or len(self.coef_bound) == len(features) else None
-        if bound is None:
+        bound = np.asarray(self.coef_bound, dtype=float)
+        if bound.ndim and len(bound) != len(features):
             raise InvalidParameterError(
                 f"coef_bound must be one number or one per feature ({len(features)}); got "
-                f"{len(self.coef_bound)} numbers.")
+                f"{len(bound)} numbers.")
         return [{"kind": "bounds", "features": [name], "lower": -float(M), "upper": float(M)}
-                for name, M in zip(features, bound)]
+                for name, M in zip(features, np.broadcast_to(bound, (len(features),)))]
 
     def _box_statement(self, certified: bool) -> str:
         """How the summary states the box of the problem fitted ("" without one): "certified
