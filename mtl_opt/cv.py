@@ -281,7 +281,7 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
 
     With joblib's process backend (loky, the default) this process fits folds from the front and
     ``n_jobs - 1`` workers take them from the back, each taking the next when it is done, as
-    ``solvers.bnb.pool`` shares nodes; once none is left, this process also fits the folds still
+    ``solvers.engine.workers`` shares nodes; once none is left, this process also fits the folds still
     with a worker, and the first answer is kept (a fold's scores are the same wherever it runs).
     So a worker's start (a fresh process importing numpy, scipy and Pyomo, about a second of CPU)
     is never waited for, and the workers start only once this process has fitted for

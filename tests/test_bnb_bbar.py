@@ -14,7 +14,8 @@ from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
 from mtl_opt.solvers import bnb
-from mtl_opt.solvers.bnb.sets import SetSearch
+from mtl_opt.solvers.bnb.sets import SetBound
+from mtl_opt.solvers.bnb.tree import filled
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -106,7 +107,7 @@ def test_every_bbar_node_bound_is_below_the_node_optimum_at_any_dual_point(
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
     table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    search = SetSearch(problem, 200, np.zeros((K, p)), Deadline(30))
+    search = SetBound(problem, 200, Deadline(30))
     search.upper = np.inf
     search.skipped = 0   # every stage, as at the root: these climbs start cold, not from a parent
     y, tight = np.concatenate(ys), 0
@@ -148,7 +149,7 @@ def test_the_compiled_set_dual_is_the_enumerated_formula(variant, seed, K, p, n,
     excluded = np.zeros((K, p), bool)
     excluded[-1, 1] = True
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar, excluded)
-    search = SetSearch(problem, 20, np.zeros((K, p)), Deadline(30))
+    search = SetBound(problem, 20, Deadline(30))
     a, c = lambda_ridge + lambda_bbar, lambda_bbar / K
     common = variant.startswith("cs")
     for _ in range(5):
@@ -189,11 +190,11 @@ def test_bbar_child_bounds_are_below_the_enumerated_child_optima(
     Xs, ys = data(seed, K, p, n, s)
     problem = bbar_problem(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
     table = enumeration(Xs, ys, variant, s, lambda_ridge, lambda_bbar, lambda_zbar)
-    search = SetSearch(problem, 40, np.zeros((K, p)), Deadline(30))
+    search = SetBound(problem, 40, Deadline(30))
     search.upper = np.inf
     tight = 0
     for _ in range(3):
-        fixed = search._filled(random_node(rng, variant, K, p, s))
+        fixed = filled(random_node(rng, variant, K, p, s), s)
         free = [tuple(entry) for entry in np.argwhere(fixed == bnb.FREE)]
         optima = {}
         for entry, value in itertools.product(free, (bnb.IN, bnb.OUT)):
@@ -204,7 +205,7 @@ def test_bbar_child_bounds_are_below_the_enumerated_child_optima(
         some_child[free[0]] = bnb.IN
         start = search.start()
         points = [start + rng.normal(size=start.size) for _ in range(2)]
-        points += [search.bound(fixed, start)[1], search.bound(search._filled(some_child), start)[1]]
+        points += [search.bound(fixed, start)[1], search.bound(filled(some_child, s), start)[1]]
         for point in points:
             point[search.n_residuals:] = np.maximum(point[search.n_residuals:], 0.0)
             bound_in, bound_out = search.child_bounds(fixed, point)

@@ -1,4 +1,5 @@
-"""bnb on two cores (``bnb.pool``): the same tree and answer as on one, and a failing worker only costs time."""
+"""bnb on two cores (``engine.workers.LocalWorkers``): the same tree and answer as on one, and a
+failing worker only costs time."""
 
 import concurrent.futures
 import multiprocessing
@@ -12,8 +13,9 @@ from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt.deadline import Deadline
 from mtl_opt.solvers import bnb
-from mtl_opt.solvers.bnb import kernels, pool as bnb_pool
-from mtl_opt.solvers.bnb.greedy import GreedySearch
+from mtl_opt.solvers.bnb import kernels
+from mtl_opt.solvers.bnb.greedy import GreedyBound
+from mtl_opt.solvers.engine import workers as bnb_pool
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
@@ -60,13 +62,13 @@ def test_two_cores_make_the_same_tree_and_prove_the_brute_force_optimum(pool_at_
 def test_a_failing_worker_is_replaced_by_bounding_here(pool_at_once, monkeypatch):
     """Every job the worker gets fails: the parent bounds those nodes itself, stops using the
     pool, and the answer is the serial one."""
-    def failing(self, search, fixed, r):
+    def failing(self, executor, bounder, job, upper):
         self.jobs += 1
         future = concurrent.futures.Future()
         future.set_exception(RuntimeError("worker died"))
         return future
 
-    monkeypatch.setattr(bnb_pool.NodePool, "_submit", failing)
+    monkeypatch.setattr(bnb_pool.LocalWorkers, "_submit", failing)
     case = CASES[2]
     _, serial = solved(*case, threads=1)
     _, pooled = solved(*case, threads=None)
@@ -97,10 +99,11 @@ def test_no_worker_processes_on_this_machine_means_one_core(pool_at_once, monkey
 
 def test_no_pool_with_one_thread_or_inside_a_worker_process(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    assert bnb_pool.NodePool(None, Deadline()).wanted
-    assert not bnb_pool.NodePool(1, Deadline()).wanted
+    assert bnb_pool.LocalWorkers(None, Deadline()).wanted == 1
+    assert not bnb_pool.LocalWorkers(1, Deadline()).wanted
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
-    assert not bnb_pool.NodePool(None, Deadline()).wanted
+    assert not bnb_pool.LocalWorkers(None, Deadline()).wanted
+    assert isinstance(bnb_pool.workers_for(None, Deadline()), bnb_pool.LocalWorkers)
 
 
 def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(pool_at_once, monkeypatch):
@@ -109,25 +112,25 @@ def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(po
     one-core result of its own node (floats to 1e-12, as the tests above compare the two)."""
     problem, _ = random_problem("cs_l2", 4100, K=2, p=12, n=6, s=2)
     problem = problem.with_params(lambda_ridge=1e-3)
-    search = GreedySearch(problem, 40, fit_bcd(problem, local_search=False, deadline=Deadline()).coef,
-                          Deadline(120))
+    search = GreedyBound(problem, 40)
+    upper = problem.objective(fit_bcd(problem, local_search=False, deadline=Deadline()).coef)
     nodes = []
     for j in range(4):
         fixed = np.full((2, 12), bnb.FREE, dtype=np.int8)
         fixed[:, j] = bnb.IN
-        nodes.append((fixed, search.start()))
-    expected = [search.bound(*node) for node in nodes]
-    pool = bnb_pool.NodePool(None, Deadline(120))
-    original, calls = GreedySearch.bound, []
+        nodes.append((fixed, search.start(), 0))
+    expected = [search.work(node, upper, Deadline(120)) for node in nodes]
+    pool = bnb_pool.LocalWorkers(None, Deadline(120))
+    original, calls = GreedyBound.bound, []
 
     def slow_here(self, fixed, r):
         calls.append(int(np.flatnonzero(fixed[0] == bnb.IN)[0]))
         if len(calls) == 1:
             time.sleep(3.0)
         return original(self, fixed, r)
-    monkeypatch.setattr(GreedySearch, "bound", slow_here)
+    monkeypatch.setattr(GreedyBound, "bound", slow_here)
     try:
-        results = pool.bounds(search, nodes)
+        results = pool.map(search, nodes, upper)
     finally:
         pool.close()
     assert calls == [0] and pool.jobs == 3

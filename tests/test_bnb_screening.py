@@ -14,10 +14,11 @@ from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
 from mtl_opt.solvers import bnb
 from mtl_opt.solvers.bnb import kernels
-from mtl_opt.solvers.bnb.greedy import GreedySearch
+from mtl_opt.solvers.bnb.greedy import GreedyBound
 from mtl_opt.solvers.bnb.node import STAGES
-from mtl_opt.solvers.bnb.sets import SetSearch
-from mtl_opt.solvers.bnb.zbar import ZbarSearch
+from mtl_opt.solvers.bnb.sets import SetBound
+from mtl_opt.solvers.bnb.tree import filled
+from mtl_opt.solvers.bnb.zbar import ZbarBound
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 
@@ -91,10 +92,10 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
         problem = problem_of(Xs, ys, variant, s, lambda_zbar)
-        search = (ZbarSearch if lambda_zbar else GreedySearch)(problem, 40, np.zeros((K, p)), Deadline(30))
+        search = (ZbarBound if lambda_zbar else GreedyBound)(problem, 40, Deadline(30))
         search.upper = np.inf   # climb without stopping at an incumbent
         for _ in range(2):
-            fixed = search._filled(random_node(rng, variant, K, p, s))
+            fixed = filled(random_node(rng, variant, K, p, s), s)
             cases = entries(fixed, variant)
             optima = {}
             for i, entry in enumerate(cases):
@@ -105,7 +106,7 @@ def test_child_bounds_are_below_the_enumerated_child_optima(variant, lambda_zbar
             some_child = fixed.copy()
             some_child[cases[0]] = bnb.IN
             points = [search.start() + rng.normal(size=search.start().shape) for _ in range(2)]
-            points += [search.bound(fixed, search.start())[1], search.bound(search._filled(some_child), search.start())[1]]
+            points += [search.bound(fixed, search.start())[1], search.bound(filled(some_child, s), search.start())[1]]
             for point in points:
                 if lambda_zbar:
                     point[search.n_residuals:] = np.maximum(point[search.n_residuals:], 0.0)
@@ -129,9 +130,9 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
     for seed, K, p, n, s in SHAPES:
         Xs, ys = data(seed, K, p, n, s)
         Xs = [np.round(X) for X in Xs]   # integer designs and points: ties in the weights throughout
-        search = GreedySearch(problem_of(Xs, ys, variant, s, 0.0), 40, np.zeros((K, p)), Deadline(30))
+        search = GreedyBound(problem_of(Xs, ys, variant, s, 0.0), 40, Deadline(30))
         for _ in range(20):
-            fixed = search._filled(random_node(rng, variant, K, p, s))
+            fixed = filled(random_node(rng, variant, K, p, s), s)
             r = rng.integers(-1, 2, size=search.ends[-1]).astype(float)
             weight = search.weights(r)
             greedy = search._greedy(fixed, weight)
@@ -143,8 +144,8 @@ def test_the_climb_scores_d_with_the_weight_of_the_greedy_support(variant):
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
-    ("l0l2", 0.0, 0.0, GreedySearch), ("cs_l2", 0.0, 0.0, GreedySearch), ("zbar_l2", 1.0, 0.0, SetSearch),
-    ("zbar_bbar", 0.5, 3.0, SetSearch), ("cs_bbar", 0.0, 1.0, SetSearch)])
+    ("l0l2", 0.0, 0.0, GreedyBound), ("cs_l2", 0.0, 0.0, GreedyBound), ("zbar_l2", 1.0, 0.0, SetBound),
+    ("zbar_bbar", 0.5, 3.0, SetBound), ("cs_bbar", 0.0, 1.0, SetBound)])
 def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(variant, lambda_zbar, lambda_bbar,
                                                                              search_class):
     """``bnb.kernels.climb`` against scipy's L-BFGS-B on the same smoothed D, run to convergence (with
@@ -157,8 +158,8 @@ def test_the_compiled_climb_reaches_scipys_maximum_and_keeps_its_best_point(vari
         Xs, ys = data(seed, K, p, n, s)
         problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=s, lambda_ridge=0.1,
                                           lambda_zbar=lambda_zbar, lambda_bbar=lambda_bbar, fit_intercept=False)
-        search = search_class(problem, 40, np.zeros((K, p)), Deadline(30))
-        fixed = search._filled(random_node(rng, variant, K, p, s))
+        search = search_class(problem, 40, Deadline(30))
+        fixed = filled(random_node(rng, variant, K, p, s), s)
         mu, residuals = 0.05, search.ends[-1]
         start = search.start() + 0.1 * rng.normal(size=len(search.start()))
         start[residuals:] = np.abs(start[residuals:])
@@ -208,8 +209,8 @@ def test_the_root_climbs_every_stage_and_children_of_wide_joint_trees_skip_one(v
     features climbs its children from the parent's point without the roughest stage; one task's
     tree (l0l2 splits per task, or K = 1) and a tree of tall tasks keep every stage."""
     schedules = []
-    original = GreedySearch.mu_schedule
-    monkeypatch.setattr(GreedySearch, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
+    original = GreedyBound.mu_schedule
+    monkeypatch.setattr(GreedyBound, "mu_schedule", lambda self: schedules.append(original(self)) or schedules[-1])
     Xs, ys = data(1, K, 8, n, 2)
     run = bnb.solve_bnb(problem_of(Xs, ys, variant, 2, lambda_zbar), SolveOptions(time_limit=60, threads=1),
                         np.zeros((K, 8)), deadline=Deadline(60))

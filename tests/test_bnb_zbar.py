@@ -12,9 +12,9 @@ from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
 from mtl_opt.solvers import bnb
 from mtl_opt.solvers.bnb import kernels
-from mtl_opt.solvers.bnb.greedy import GreedySearch
-from mtl_opt.solvers.bnb.sets import SetSearch
-from mtl_opt.solvers.bnb.zbar import ZbarSearch
+from mtl_opt.solvers.bnb.greedy import GreedyBound
+from mtl_opt.solvers.bnb.sets import SetBound
+from mtl_opt.solvers.bnb.zbar import ZbarBound
 from mtl_opt.solvers.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
@@ -93,7 +93,7 @@ def test_bnb_proves_the_enumerated_optimum_with_a_zbar_term(seed, K, p, n, s, la
     assert problem.feasible(result.estimate)
 
 
-@pytest.mark.parametrize("search_class", [ZbarSearch, SetSearch])
+@pytest.mark.parametrize("search_class", [ZbarBound, SetBound])
 @one_blas_thread   # as solve_bnb runs: L-BFGS-B's tiny BLAS calls on spinning threads crawl under load
 def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_class):
     """D(r, pi) bounds the node from below for every r and every pi >= 0 (weak duality), not
@@ -106,7 +106,7 @@ def test_every_node_bound_is_below_the_node_optimum_at_any_dual_point(search_cla
         excluded = np.zeros((K, p), bool)
         excluded[0, 1] = True
         problem, Xs, ys = instance(20 + K, K, p, n, s, 0.1, lambda_zbar, excluded)
-        search = search_class(problem, 40, np.zeros((K, p)), Deadline(30))
+        search = search_class(problem, 40, Deadline(30))
         for _ in range(12):
             fixed = rng.choice([bnb.FREE, bnb.OUT, bnb.IN], size=(K, p), p=[0.7, 0.15, 0.15]).astype(np.int8)
             fixed[excluded] = bnb.OUT
@@ -149,8 +149,8 @@ def test_compiled_products_are_each_tasks_own(sizes):
 
 
 @pytest.mark.parametrize("variant,lambda_zbar,lambda_bbar,search_class", [
-    ("l0l2", 0.0, 0.0, GreedySearch), ("cs_l2", 0.0, 0.0, GreedySearch), ("zbar_l2", 1.0, 0.0, ZbarSearch),
-    ("zbar_l2", 1.0, 0.0, SetSearch), ("bbar", 0.0, 10.0, SetSearch), ("cs_bbar", 0.0, 10.0, SetSearch)])
+    ("l0l2", 0.0, 0.0, GreedyBound), ("cs_l2", 0.0, 0.0, GreedyBound), ("zbar_l2", 1.0, 0.0, ZbarBound),
+    ("zbar_l2", 1.0, 0.0, SetBound), ("bbar", 0.0, 10.0, SetBound), ("cs_bbar", 0.0, 10.0, SetBound)])
 def test_the_climbed_gradient_is_the_smoothed_duals(variant, lambda_zbar, lambda_bbar, search_class):
     """The gradient L-BFGS climbs with is that of the smoothed D it returns (central differences),
     on tasks of different sizes: a wrong one leaves every bound valid but climbs badly, which no
@@ -161,7 +161,7 @@ def test_the_climbed_gradient_is_the_smoothed_duals(variant, lambda_zbar, lambda
     ys = [X @ rng.normal(size=p) + rng.normal(size=len(X)) for X in Xs]
     problem = SparseProblem.from_data(MultiTaskData(Xs, ys), variant=variant, s=2, lambda_ridge=0.5,
                                       lambda_zbar=lambda_zbar, lambda_bbar=lambda_bbar, fit_intercept=False)
-    search = search_class(problem, 40, np.zeros((3, p)), Deadline(30))
+    search = search_class(problem, 40, Deadline(30))
     fixed = np.full((3, p), bnb.FREE, dtype=np.int8)
     fixed[:, 0] = bnb.IN
     fixed[:, 1] = bnb.OUT
@@ -189,7 +189,7 @@ def test_a_priced_climb_is_the_same_in_any_units_of_y(seed):
     bounds = {}
     for c in (1e-3, 1.0, 1e3):
         twin = problem.scaled(c)
-        search = SetSearch(twin, 4000, np.zeros((K, p)), Deadline(30))
+        search = SetBound(twin, 4000, Deadline(30))
         search.upper = 2 * twin.objective(np.zeros((K, p)))   # in the twin's units, above every bound
         root = np.full((K, p), bnb.FREE, dtype=np.int8)
         bounds[c] = search.bound(root, search.start())[0] * c**2

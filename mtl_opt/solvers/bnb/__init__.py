@@ -2,13 +2,12 @@
 OKRidge design), laid out as L0BnB lays out its tree, node and relaxations:
 
     search.py    ``solve_bnb``: the trees of a problem searched best-first to the gap or the deadline
-    tree.py      one tree: open nodes, incumbent, screening and branching
-    node.py      bounding one node: the dual climbed, scored safely, its support refitted
+    tree.py      one tree on the engine (``solvers.engine``): screening, branching, children kept
+    node.py      bounding one node: the dual climbed, scored safely, its support refitted (a job)
     greedy.py    bound family without Zbar or Bbar terms (greedy worst support)
     zbar.py      bound family with a Zbar term on many tasks (priced budgets, a recursion per column)
     sets.py      bound family with a Bbar term, or Zbar on few tasks (each column's task sets enumerated)
     kernels.py   the compiled (numba) dual evaluations and climbs
-    pool.py      a step's children bounded on a second core
     scope.py     what bnb can solve, importable without its kernels
 
 Its rounding-error bounds (``gamma``, ``lowered``, ``rounded_up``) are ``mtl_opt.rounding``'s, the

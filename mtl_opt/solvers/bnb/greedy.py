@@ -13,7 +13,7 @@ ones (per task, or per common column).  So D(r) at that z is a proven lower boun
 for *every* r (``node`` climbs it).  The same dual point bounds each free entry's two children
 by a swap in the greedy z (``child_penalties``).  Excluded pairs have v_jk = 0, so they weigh 0.
 
-``GreedySearch`` also holds what every family's dual is made of (the stacked designs, the
+``GreedyBound`` also holds what every family's dual is made of (the stacked designs, the
 slopes v and the loss part, and their rounding-error bounds): ``zbar`` and ``sets`` extend it.
 """
 
@@ -27,21 +27,18 @@ from . import kernels
 from .kernels import FREE, IN
 from .node import NodeBound
 from ...rounding import gamma
-from .tree import Tree
 
 
-class GreedySearch(Tree, NodeBound):
-    """A tree whose nodes are bounded by the greedy dual: the dual point is the residuals r."""
+class GreedyBound(NodeBound):
+    """Nodes bounded by the greedy dual: the dual point is the residuals r."""
 
-    def __init__(self, problem: SparseProblem, node_iterations: int, incumbent: np.ndarray,
-                 deadline: Deadline, screening: bool = True):
-        self.node_iterations = node_iterations
+    def __init__(self, problem: SparseProblem, node_iterations: int, deadline: Deadline | None = None):
+        super().__init__(problem, node_iterations, deadline)
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys], dtype=np.int64)   # task k's residuals: ends[k]:ends[k+1]
         self.abs_Xs = [np.abs(X) for X in problem.Xs]
         self.X = np.ascontiguousarray(np.vstack(problem.Xs), dtype=float)   # ``kernels``' types
         self.y = np.ascontiguousarray(np.concatenate(problem.ys), dtype=float)
         self.slope_scale = problem.allowed / np.diff(self.ends)[:, None]
-        super().__init__(problem, incumbent, deadline, screening)
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -60,7 +57,7 @@ class GreedySearch(Tree, NodeBound):
         """Floats above the exact penalty part of -D(r) at each entry's "in" child, and "out" child.
 
         A row's worst z takes its b = s - |in| heaviest free entries, w_(1) >= ... >= w_(b) >= w_(b+1)
-        (0 past the last; b >= 1 where a row has a free entry, ``_filled``).  Fixing an unchosen
+        (0 past the last; b >= 1 where a row has a free entry, ``tree.filled``).  Fixing an unchosen
         entry j in puts it in place of w_(b): the penalty moves by w_j - w_(b); fixing a chosen one
         out brings in w_(b+1): by w_(b+1) - w_j; the other children keep the node's z.  The two extra
         terms add their magnitudes to ``safe_penalty``'s error bound, covered by a doubled gamma term.

@@ -103,7 +103,7 @@ def capped(scores, budget):
 @njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1],
         types.int64, _VECTOR)], cache=True, fastmath=FASTMATH)
 def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
-    """``GreedySearch.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
+    """``GreedyBound.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
     gradient into ``gradient``.
 
     v = slope_scale * X'r, weights v^2 / (2 lam), summed over the tasks when ``states`` has one row
@@ -138,7 +138,7 @@ def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
       cache=True, fastmath=FASTMATH)
 def set_dual(X, y, ends, point, slope_scale, price_unit, sets, set_cost, inverse, coupling, allowed_sets, mu, s,
              negligible, gradient):
-    """``SetSearch.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
+    """``SetBound.dual``: (D(r, pi), D smoothed by a softmin at temperature mu over each column's
     sets); writes the smoothed D's gradient into ``gradient`` (the K prices' entries last).  The point's
     last K entries are the prices in units of ``price_unit``: pi = max(entry, 0) ``price_unit``.
 

@@ -17,9 +17,12 @@ No bound comes from them: ``safe_dual`` scores the point kept.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from . import kernels
+from ...deadline import Deadline
 from ...rounding import lowered
 
 #: L-BFGS iterations per node, over all smoothing stages.  On four benchmark instances 1000
@@ -41,15 +44,30 @@ FTOL = 1e-7
 
 
 class NodeBound:
-    """How a tree's nodes are bounded (mixed into each bound family's search, after ``tree.Tree``).
+    """How a tree's nodes are bounded: the base of each bound family (``greedy``, ``zbar``,
+    ``sets``), the tree's bounder (``tree.SupportTree``), which the engine ships to its workers.
 
     The family supplies its dual (``kernel`` at ``_evaluation``'s arguments), its safe parts
-    (``_safe_parts``, ``safe_penalty``, ``child_penalties``) and its worst support (``worst``);
-    the tree supplies the incumbent's value (``upper``), the ``deadline`` and the ``problem``.
+    (``_safe_parts``, ``safe_penalty``, ``child_penalties``) and its worst support (``worst``).
+    A job (``work``) sets the incumbent's value (``upper``: a climb stops there), the ``deadline``
+    and the stages ``skipped``; called directly, ``bound`` climbs against those set here.
     """
 
-    #: Stages skipped now: none for the root, ``warm_skip`` after it.
-    skipped = 0
+    #: The incumbent's value a climb stops at, and the stages skipped: none (the root's).
+    upper, skipped = np.inf, 0
+
+    def __init__(self, problem, node_iterations: int, deadline: Deadline | None = None):
+        self.problem, self.node_iterations = problem, node_iterations
+        self.deadline = deadline or Deadline()
+        self._node_memo = (None, {})
+
+    def work(self, job: tuple, upper: float, deadline: Deadline):
+        """``bound`` of the job (node, its start point, stages skipped) against ``upper``: on a copy,
+        so that one bounder serves every job, here or on a worker."""
+        fixed, start, skipped = job
+        twin = copy.copy(self)
+        twin.upper, twin.deadline, twin.skipped = upper, deadline, skipped
+        return twin.bound(fixed, start)
 
     @property
     def warm_skip(self) -> int:
@@ -65,7 +83,7 @@ class NodeBound:
 
     def bound(self, fixed: np.ndarray, r0: np.ndarray):
         """(a proven bound, its residuals, (its greedy support refitted, that support)) for the node ``fixed``, from
-        ``r0`` (the refit here, not in ``push``: on the worker's core for the worker's nodes).
+        ``r0`` (the refit here: on the worker's core for a worker's nodes).
 
         L-BFGS climbs a smoothed D (the max over z gets a -(mu/2)||z||^2 term, so the
         chosen z moves continuously), with mu shrinking tenfold per stage; every point it
@@ -122,6 +140,16 @@ class NodeBound:
         """The stages' mu, tenfold apart, from SMOOTHING |incumbent| / s down (less ``skipped``)."""
         top = SMOOTHING * (abs(self.upper) if np.isfinite(self.upper) else 1.0) / self.problem.s
         return [top * 10.0 ** -i for i in range(self.skipped, STAGES)]
+
+    def _of_node(self, fixed: np.ndarray, build):
+        """``build(fixed)``, kept for the node last asked about: a climb asks about one node throughout."""
+        key = fixed.tobytes()
+        if self._node_memo[0] != key:
+            self._node_memo = key, {}
+        memo = self._node_memo[1]
+        if build.__name__ not in memo:
+            memo[build.__name__] = build(fixed)
+        return memo[build.__name__]
 
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
         """(D, (smoothed D, its gradient)) at the dual point, as ``stage`` climbs them (``kernel``)."""

@@ -18,13 +18,13 @@ import numpy as np
 
 from ...formulations.sparse import SparseProblem
 from . import kernels
-from .greedy import GreedySearch
+from .greedy import GreedyBound
 from .kernels import FREE, IN, OUT
 from ...rounding import gamma, rounded_up
-from .zbar import ZbarSearch
+from .zbar import ZbarBound
 
-#: Each column's 2^K task sets are enumerated (``SetSearch``) with a Bbar term on per-task supports
-#: up to ``scope.MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``ZbarSearch``) up to
+#: Each column's 2^K task sets are enumerated (``SetBound``) with a Bbar term on per-task supports
+#: up to ``scope.MAX_BBAR_TASKS`` tasks, and in place of the Zbar recursion (``ZbarBound``) up to
 #: ``ENUMERATED_TASKS``.  One dual evaluation at p = 250, n_k = 50 took (recursion / enumeration)
 #: 2.1 / 1.0 ms at K = 4, 4.1 / 1.6 ms at K = 6, 3.5 / 10.6 ms at K = 8, 5.2 / 133 ms at K = 10.
 ENUMERATED_TASKS = 6
@@ -35,8 +35,8 @@ ENUMERATED_TASKS = 6
 _NEGLIGIBLE = -40.0
 
 
-class SetSearch(ZbarSearch):
-    """The joint tree of a Bbar or Zbar variant with each column's task sets enumerated.
+class SetBound(ZbarBound):
+    """The bound of a Bbar or Zbar variant's joint tree, with each column's task sets enumerated.
 
     On the tasks S using column j (the others' coefficients 0), the ridge and Bbar terms are
     b'Q_S b / 2 with Q_S = a I - c 11', a = lambda_ridge + lambda_bbar, c = lambda_bbar / K (beta_bar
@@ -45,7 +45,7 @@ class SetSearch(ZbarSearch):
         g_S(v) = ||v_S||^2 / (2a) + C_|S| (sum_(k in S) v_k)^2,   C_m = c / (2a (a - c m)).
 
     For a fixed support, F is the max over r of base(r) - sum_j g_(S_j)(v_j) plus the Zbar term (the
-    dual of its convex part), so ``ZbarSearch``'s bound holds with g_S in place of sum_(k in S) w_jk:
+    dual of its convex part), so ``ZbarBound``'s bound holds with g_S in place of sum_(k in S) w_jk:
 
         F >= base(r) - s sum_k pi_k + sum_j min_S [sum_(k in S) pi_k - g_S(v_j) + (lambda_zbar/2) P(|S|)]
 
@@ -53,7 +53,7 @@ class SetSearch(ZbarSearch):
     enumerated (on a common support the two a shared column can have: no task, or all K).  C_|S|
     is what the Bbar term adds: a column's coefficients are priced at lambda_ridge + lambda_bbar
     along the tasks' differences, at lambda_ridge along their mean.  At lambda_bbar = 0 (C = 0,
-    a = lambda_ridge) this is ``ZbarSearch``'s bound, found by enumeration.
+    a = lambda_ridge) this is ``ZbarBound``'s bound, found by enumeration.
     """
 
     def __init__(self, problem: SparseProblem, *args):
@@ -82,7 +82,7 @@ class SetSearch(ZbarSearch):
 
     #: D(r, pi) and D smoothed by a softmin over each column's sets, climbed in compiled code as trees
     #: without prices are (``kernels.climb`` keeps the prices >= 0).
-    stage, dual, kernel = GreedySearch.stage, GreedySearch.dual, staticmethod(kernels.set_dual)
+    stage, dual, kernel = GreedyBound.stage, GreedyBound.dual, staticmethod(kernels.set_dual)
 
     def _evaluation(self, fixed: np.ndarray, mu: float) -> tuple:
         """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a

@@ -1,13 +1,14 @@
-"""One branch-and-bound tree over supports: its open nodes, its incumbent, and how a node is
-screened, split and its children kept.
+"""One branch-and-bound tree over supports, as the engine (``engine.search``) runs it: how a node
+is screened, split and its children kept.
 
 A node is an int8 array of entry states (``kernels.FREE``, ``OUT``, ``IN``), one row per task,
-kept on a heap by its bound with the dual point that bound came from.  Nodes are taken
-best-first, ``BATCH`` at a time, so the smallest open bound is the tree's lower bound.  Before a
-node is split, its dual point bounds each free entry's two children (``child_bounds``): an entry
-whose "in" child is bounded at or above the incumbent is fixed out for the whole subtree, one
-whose "out" child is, in (node screening, as in L0BnB and el0ps).  Branching follows OKRidge:
-the entry of the node's refitted worst support whose removal raises F the most.
+with the dual point its bound came from; the engine keeps them best-first by bound and takes
+``BATCH`` per step, so the smallest open bound is the tree's lower bound.  Before a node is split,
+its dual point bounds each free entry's two children (``child_bounds``): an entry whose "in" child
+is bounded at or above the incumbent is fixed out for the whole subtree, one whose "out" child
+is, in (node screening, as in L0BnB and el0ps).  Branching follows OKRidge: the entry of the
+node's refitted worst support whose removal raises F the most.  The children's bounds are the
+bounder's (a bound family: ``greedy``, ``zbar``, ``sets``), which the engine's workers run.
 
 Excluded pairs (``SparseProblem.excluded``) are fixed out at the root where supports are per
 task (every bound weighs them 0 anyway: their beta is fixed at 0); included pairs (side
@@ -17,44 +18,38 @@ stays free (0 allowed).
 
 from __future__ import annotations
 
-import copy
-import heapq
-import itertools
-
 import numpy as np
 
 from ...formulations.sparse import SparseProblem
-from ...deadline import Deadline
+from ..engine import Engine, Workers
 from .kernels import FREE, IN, OUT
-from .pool import SERIAL
 
-#: Open nodes split per step; their children are bounded together (``NodePool.bounds``), so the
+#: Open nodes split per step; their children are bounded together (``Workers.map``), so a
 #: second core has work while the first bounds a long climb: a split's two children took very
 #: different times (the shorter a fifth of the longer, median over sMTL cs_l2 seed 0's splits:
 #: one is often pruned early).  One core splits the same way, so the tree is the same on both.
+#: With more workers, a step splits half as many nodes as there are workers, if that is more.
 BATCH = 2
 
 
-class Tree:
-    """One tree: the open nodes (a heap by bound), the incumbent, how a node is screened and split.
+def filled(fixed: np.ndarray, s: int) -> np.ndarray | None:
+    """``fixed`` with the free entries of its full rows (s fixed in) fixed out; None if a row has more."""
+    count = (fixed == IN).sum(axis=1)
+    if np.any(count > s):
+        return None
+    fixed[(count >= s)[:, None] & (fixed == FREE)] = OUT
+    return fixed
 
-    A node keeps the dual point its bound came from, its children's start and the point that
-    screens its entries before it is split (``screened`` counts the fixings).  How a node is
-    bounded is the subclass's (``node.NodeBound`` and a bound family): ``bound``, ``child_bounds``,
-    ``worst``, ``weights``, ``start`` and ``warm_skip``; what they derive from a node they may keep
-    with ``_of_node``.
-    """
 
-    #: What bounds the nodes a split makes: here, one after the other; ``solve_bnb`` sets a
-    #: ``NodePool`` that bounds them on both cores.
-    pool = SERIAL
+class SupportTree:
+    """One tree: its engine (open nodes, incumbent), how a node is screened and split; ``bounder``
+    bounds the nodes (``node.NodeBound``).  ``screened`` counts the screening's fixings."""
 
-    def __init__(self, problem: SparseProblem, incumbent: np.ndarray, deadline: Deadline, screening: bool = True):
-        self.problem, self.deadline = problem, deadline
+    def __init__(self, problem: SparseProblem, bounder, incumbent: np.ndarray, workers: Workers,
+                 screening: bool = True, batch: int = BATCH):
+        self.problem, self.bounder = problem, bounder
         self.screening, self.screened = screening, 0
-        self._node_memo = (None, {})
-        self.heap, self.counter = [], itertools.count()
-        self.best, self.best_z, self.upper = None, None, np.inf
+        self.engine = Engine(self, workers, batch=batch)
         start = problem.completed(incumbent)
         self.offer(problem.refit(start), start)
         if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
@@ -64,31 +59,61 @@ class Tree:
                 root[problem.side.include] = IN
             else:   # an included pair puts its column in the shared support
                 root[:, problem.side.include.any(axis=0)] = IN
-            self.push([(self._filled(root), self.start())])
-        self.skipped = self.warm_skip
+            jobs, leaves = self._jobs([filled(root, problem.s)], bounder.start(), skip=0)
+            for leaf in leaves:
+                self.engine.offer(*leaf)
+            results = workers.map(bounder, jobs, self.upper) if jobs else []
+            for bound, node in self.children(None, None, jobs, results, self.engine):
+                self.engine.push(bound, node)
+
+    @property
+    def upper(self) -> float:
+        return self.engine.upper
+
+    @property
+    def best(self) -> tuple[np.ndarray, np.ndarray]:
+        """(B, z) of the incumbent: z is the support B was refitted on (``offer``)."""
+        return self.engine.best
 
     def lower(self) -> float:
         """The proven lower bound: the smallest open bound (the incumbent when none is open)."""
-        return min(self.heap[0][0], self.upper) if self.heap else self.upper
+        return self.engine.lower()
 
-    def expand(self) -> int:
-        """Take the ``BATCH`` open nodes with the smallest bounds (dropping those the incumbent beats),
-        screen each and split it (or close it: one support left, or none), then bound all their
-        children together; the number taken."""
-        children, taken = [], 0
-        while self.heap and taken < BATCH:
-            bound, _, fixed, r = heapq.heappop(self.heap)
-            if bound >= self.upper:
-                continue
-            taken += 1
-            if self.screening:
-                fixed = self.screen(fixed, r)
-            if fixed is not None and not (fixed == FREE).any():
-                self.offer(self.problem.refit(fixed == IN), fixed == IN)
-            elif fixed is not None:
-                children += [(child, r) for child in self.branch(fixed, r)]
-        self.push(children)
-        return taken
+    def split(self, node, bound: float, engine: Engine):
+        """The node screened, then closed (one support left: solved; or none) or split: its
+        children's jobs, and those already single supports (leaves)."""
+        fixed, r = node
+        if self.screening:
+            fixed = self.screen(fixed, r)
+        if fixed is not None and not (fixed == FREE).any():
+            self.offer(self.problem.refit(fixed == IN), fixed == IN)
+        elif fixed is not None:
+            return self._jobs(self.branch(fixed, r), r, skip=self.bounder.warm_skip)
+        return [], []
+
+    def children(self, node, bound, jobs: list, results: list, engine: Engine):
+        """The bounded children (bound, (fixed, dual point)), each greedy support offered first."""
+        for (fixed, _, _), (child_bound, r, greedy) in zip(jobs, results):
+            self.offer(*greedy)
+            yield child_bound, (fixed, r)
+
+    def _jobs(self, nodes: list[np.ndarray], r: np.ndarray, skip: int):
+        """(the bounder's jobs for the nodes with a free entry, climbed from ``r`` with ``skip``
+        smoothing stages skipped; the others, single supports solved exactly, as the engine offers
+        them: (F, (B, z)), the infeasible left out)."""
+        jobs = [(fixed, r, skip) for fixed in nodes if (fixed == FREE).any()]
+        leaves = (self._valued(self.problem.refit(fixed == IN), fixed == IN) for fixed in nodes
+                  if not (fixed == FREE).any())
+        return jobs, [leaf for leaf in leaves if leaf is not None]
+
+    def _valued(self, B: np.ndarray, z: np.ndarray):
+        """(F, (B, its indicators)) of a refit on the support z, or None if it is infeasible (an
+        incumbent handed in may miss an include).  z is the support B was refitted on: a leaf's or
+        a greedy support, whose refit may hold exact zeros that still count as z = 1 in the Zbar
+        term (``formulations.sparse``)."""
+        if self.problem.side.active and not self.problem.feasible(B, z):
+            return None
+        return self.problem.objective(B, z), (B, self.problem.indicators(B, z))
 
     def screen(self, fixed: np.ndarray, r: np.ndarray) -> np.ndarray | None:
         """The node with every free entry fixed whose other child is bounded at or above the incumbent
@@ -96,68 +121,30 @@ class Tree:
         budget: then no solution of the node beats the incumbent.  Each fixing alone keeps every such
         solution, so all of them at once do too."""
         free = fixed == FREE
-        bound_in, bound_out = self.child_bounds(fixed, r)
+        bound_in, bound_out = self.bounder.child_bounds(fixed, r)
         out, into = free & (bound_in >= self.upper), free & (bound_out >= self.upper)
         if (out & into).any():
             return None
         screened = np.where(out, OUT, np.where(into, IN, fixed)).astype(np.int8)
         changed = out | into
         self.screened += int(changed.any(axis=0).sum() if self.problem.common_support else changed.sum())
-        return self._filled(screened)
-
-    def _filled(self, fixed: np.ndarray) -> np.ndarray | None:
-        """``fixed`` with the free entries of its full rows (s fixed in) fixed out; None if a row has more."""
-        count = (fixed == IN).sum(axis=1)
-        if np.any(count > self.problem.s):
-            return None
-        fixed[(count >= self.problem.s)[:, None] & (fixed == FREE)] = OUT
-        return fixed
+        return filled(screened, self.problem.s)
 
     def offer(self, B: np.ndarray, z: np.ndarray) -> None:
-        """Keep (B, z) if it is better, and feasible (an incumbent handed in may miss an include).
-        z is the support B was refitted on: a leaf's or a greedy support, whose refit may hold
-        exact zeros that still count as z = 1 in the Zbar term (``formulations.sparse``)."""
-        if self.problem.side.active and not self.problem.feasible(B, z):
-            return
-        value = self.problem.objective(B, z)
-        if value < self.upper:
-            self.best, self.best_z, self.upper = B, self.problem.indicators(B, z), value
-
-    def push(self, nodes: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Bound the ``nodes`` (each with the dual point its climb starts from); keep those that may
-        hold a better solution.
-
-        All are bounded against the same incumbent (by ``pool``, on both cores when it runs), and
-        only then are their greedy supports offered, so one core or two make the same tree.
-        """
-        open_nodes = []
-        for fixed, r in nodes:
-            if (fixed == FREE).any():
-                open_nodes.append((fixed, r))
-            else:                                # a single support: solved exactly
-                self.offer(self.problem.refit(fixed == IN), fixed == IN)
-        for (fixed, _), (bound, r_node, greedy) in zip(open_nodes, self.pool.bounds(self, open_nodes)):
-            self.offer(*greedy)
-            if bound < self.upper:
-                heapq.heappush(self.heap, (bound, next(self.counter), fixed, r_node))
-
-    def detached(self) -> Tree:
-        """A copy that bounds nodes elsewhere (``pool``'s worker): no tree, no pool."""
-        twin = copy.copy(self)
-        twin.heap, twin.counter, twin.best, twin.best_z = [], None, None, None
-        twin._node_memo = (None, {})   # its own: this one changes while the twin is sent
-        twin.__dict__.pop("pool", None)
-        return twin
+        """Keep B, refitted on the support z, if it is feasible and better (``_valued``)."""
+        valued = self._valued(B, z)
+        if valued is not None:
+            self.engine.offer(*valued)
 
     def branch(self, fixed: np.ndarray, r: np.ndarray) -> list[np.ndarray]:
         """The two children of a split on the free entry (column for common supports) of the node's
         refitted greedy support whose removal raises F the most (OKRidge's rule): its "out" child
         has the largest bound to gain.  Ties in the relaxation's weights make "the heaviest entry"
         an arbitrary pick, often one whose removal changes nothing."""
-        B = self.problem.refit(self.worst(fixed, r))
+        B = self.problem.refit(self.bounder.worst(fixed, r))
         pairs = np.argwhere((B != 0) & (fixed == FREE))
         if not len(pairs):   # the refit zeroed every free entry it chose: take the heaviest
-            weight = np.where(fixed == FREE, self.weights(r), -1.0)
+            weight = np.where(fixed == FREE, self.bounder.weights(r), -1.0)
             pairs = np.array([np.unravel_index(np.argmax(weight), fixed.shape)])
         if self.problem.common_support:
             pairs = [(0, j) for j in np.unique(pairs[:, 1])]
@@ -170,19 +157,9 @@ class Tree:
         for value in (IN, OUT):
             child = fixed.copy()
             child[entry] = value
-            children.append(self._filled(child))
+            children.append(filled(child, self.problem.s))
         return children
 
     def _entry(self, k: int, j: int):
         """Index of the branching variable z_jk, or of the column j for common supports."""
         return (slice(None), int(j)) if self.problem.common_support else (int(k), int(j))
-
-    def _of_node(self, fixed: np.ndarray, build):
-        """``build(fixed)``, kept for the node last asked about: a climb asks about one node throughout."""
-        key = fixed.tobytes()
-        if self._node_memo[0] != key:
-            self._node_memo = key, {}
-        memo = self._node_memo[1]
-        if build.__name__ not in memo:
-            memo[build.__name__] = build(fixed)
-        return memo[build.__name__]

@@ -23,21 +23,21 @@ import numpy as np
 
 from ...formulations.sparse import SparseProblem
 from .. import lbfgsb
-from .greedy import GreedySearch
+from .greedy import GreedyBound
 from .kernels import FREE, IN, OUT
 from .node import FTOL, MEMORY, STAGES
 from ...rounding import gamma
 
-#: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``ZbarSearch.price_unit``);
+#: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``ZbarBound.price_unit``);
 #: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (benchmarks/HISTORY.md, "The
 #: priced trees climb in compiled code, and their prices get a unit").
 PRICE_UNIT = 0.3
-#: A log-weight standing for log 0 in ``ZbarSearch._column_softminima`` (finite: no inf - inf).
+#: A log-weight standing for log 0 in ``ZbarBound._column_softminima`` (finite: no inf - inf).
 _NEVER = -1e30
 
 
-class ZbarSearch(GreedySearch):
-    """The joint tree of a Zbar variant: budgets priced, worst z per column (module docstring).
+class ZbarBound(GreedyBound):
+    """The bound of a Zbar variant's joint tree: budgets priced, worst z per column (module docstring).
 
     The dual point is (r, pi): the residuals, then the K prices in units of ``price_unit``, kept >= 0
     by the climb.
@@ -70,7 +70,7 @@ class ZbarSearch(GreedySearch):
         return np.maximum(point[self.n_residuals:], 0.0) * self.price_unit
 
     def stage(self, fixed: np.ndarray, point: np.ndarray, mu: float, best: list):
-        """``GreedySearch.stage`` by L-BFGS-B (``lbfgsb``), which keeps the prices >= 0: the deadline is
+        """``GreedyBound.stage`` by L-BFGS-B (``lbfgsb``), which keeps the prices >= 0: the deadline is
         checked at every evaluation."""
         def negative_smoothed(point):
             value, (smooth, gradient) = self.dual(fixed, point, mu)
