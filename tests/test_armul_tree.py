@@ -16,7 +16,7 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import ARMUL
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.solvers import prox
-from mtl_opt.solvers.armul_tree import Tree, certify_clusters, farthest_first
+from mtl_opt.solvers.armul_tree import AssignmentTree, certify_clusters, farthest_first
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import armul_simulation
 
@@ -95,11 +95,11 @@ def test_the_tree_brackets_the_enumerated_optimum(seed, m, k, c):
 
 @pytest.mark.parametrize("seed, m, k, c", CASES[:3])
 def test_every_node_and_suffix_bound_is_below_every_completion(seed, m, k, c):
-    """Each child's bound (``Tree.children``) at every node of the last stage, and every suffix
+    """Each child's bound (``AssignmentTree.children``) at every node of the last stage, and every suffix
     bound, against the best completion found by enumerating all of them; a child's bound is at
     least its parent's (a cut stage's bound is then at least its root's)."""
     problem, start, reference = solved_tree(seed, m, k, c)
-    tree = Tree(problem, k, farthest_first(start.theta), 1e-6, Deadline())
+    tree = AssignmentTree(problem, k, farthest_first(start.theta), 1e-6, Deadline())
     tree.solve(start.extra["labels"])
     order = tree.order
     for t in range(m):

@@ -84,7 +84,7 @@ def _tree(problem: StructuredProblem, incumbent, options: SolveOptions, deadline
     takes about 0.1 s at m = 30: it runs first, on the fit's deadline)."""
     heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
     return solve_tree(problem.problem, problem.n_components, heuristic, options.rel_gap,
-                      deadline, progress or Progress(options.verbose))
+                      deadline, progress or Progress(options.verbose), options.threads)
 
 
 def _full_rank_tasks(problem: StructuredProblem) -> str | None:

@@ -20,6 +20,9 @@ rounding covered; for the logistic loss up to the float dual point's ~eps constr
 as every logistic ARMUL bound, see ``formulations.armul``), never a primal value; a solve cut by
 the deadline keeps its bound so far.
 Each group is solved once (cached by its bit mask), warm-started from the group it grew from.
+The stages run on the package's engine (``engine.search``, depth first); a node's new groups are
+its jobs, solved by the fit's workers (``engine.workers``: this machine's cores, or a Dask
+cluster), which hold the problem and get each group as its tasks and warm start.
 Bounds are sums of at most K + 1 non-negative floats, lowered past their rounding; a child keeps
 its parent's bound when its own is less.  A node is pruned when its bound >= incumbent *
 (1 - rel_gap); the bound a stage proves is the least over the nodes it closed (pruned nodes,
@@ -42,6 +45,7 @@ from ..formulations.armul import ArmulProblem
 from ..rounding import lowered_sum
 from ..result import Status
 from . import prox
+from .engine import Engine, Serial, Workers, workers_for
 from .method import SolverRun
 from .progress import Progress
 
@@ -67,27 +71,43 @@ class Clustering:
     nodes: int
 
 
+class GroupSolver:
+    """The vanilla solve of one group of tasks (the trees' bounder, held by every worker): a job
+    is (its tasks, its warm start), the result (a safe bound, the FISTA run)."""
+
+    def __init__(self, problem: ArmulProblem, rel_gap: float):
+        self.problem, self.rel_gap = problem, rel_gap
+
+    def work(self, job: tuple, upper: float, deadline) -> tuple[float, prox.ProxRun]:
+        tasks, theta0, center0 = job
+        sub = self.problem.subset(tasks)
+        run = prox.fista(sub, theta0, center0, rel_gap=self.rel_gap, deadline=deadline)
+        return safe_bound(sub, run), run
+
+
 class GroupCosts:
     """f(S) of every group solved so far: bit mask -> (safe bound, FISTA run)."""
 
     def __init__(self, problem: ArmulProblem, rel_gap: float, deadline: Deadline):
-        self.problem, self.rel_gap, self.deadline = problem, rel_gap, deadline
+        self.solver, self.deadline = GroupSolver(problem, rel_gap), deadline
         self.runs: dict[int, tuple[float, prox.ProxRun]] = {}
 
+    def job(self, group: int, parent: int = 0) -> tuple:
+        """The solve of ``group`` from ``parent``'s point (a subgroup) if it is solved: the parent's
+        tasks where they were, the new ones at its center."""
+        tasks = _tasks(group)
+        theta0 = center0 = None
+        if parent in self.runs:
+            run = self.runs[parent][1]
+            center0 = run.centers[0]
+            theta0 = np.tile(center0, (len(tasks), 1))
+            theta0[np.isin(tasks, _tasks(parent))] = run.theta
+        return tasks, theta0, center0
+
     def get(self, group: int, parent: int = 0) -> tuple[float, prox.ProxRun]:
-        """(bound, run) of ``group``, solved from ``parent``'s point (a subgroup) if given."""
+        """(bound, run) of ``group``, solved here from ``parent``'s point if not solved yet."""
         if group not in self.runs:
-            tasks = _tasks(group)
-            sub = self.problem.subset(tasks)
-            theta0 = center0 = None
-            if parent in self.runs:   # the parent's tasks where they were, the new ones at its center
-                run = self.runs[parent][1]
-                center0 = run.centers[0]
-                theta0 = np.tile(center0, (len(tasks), 1))
-                inside = np.isin(tasks, _tasks(parent))
-                theta0[inside] = run.theta
-            run = prox.fista(sub, theta0, center0, rel_gap=self.rel_gap, deadline=self.deadline)
-            self.runs[group] = (safe_bound(sub, run), run)
+            self.runs[group] = self.solver.work(self.job(group, parent), math.inf, self.deadline)
         return self.runs[group]
 
     def bound(self, group: int, parent: int = 0) -> float:
@@ -116,17 +136,21 @@ def farthest_first(points: np.ndarray) -> np.ndarray:
     return np.array(order)
 
 
-class Tree:
-    """The repetitive branch and bound (module docstring) on ``problem`` with K clusters."""
+class AssignmentTree:
+    """The repetitive branch and bound (module docstring) on ``problem`` with K clusters; groups
+    are solved by ``workers`` (here, one after another, by default)."""
 
     def __init__(self, problem: ArmulProblem, n_clusters: int, order, rel_gap: float,
-                 deadline: Deadline, report=lambda incumbent, bound, nodes: None):
+                 deadline: Deadline, report=lambda incumbent, bound, nodes: None, workers: Workers | None = None):
         self.problem, self.k, self.order = problem, n_clusters, [int(j) for j in order]
         self.rel_gap, self.deadline, self.report = rel_gap, deadline, report
+        self.workers = workers or Serial(deadline)
         self.costs = GroupCosts(problem, max(rel_gap * GROUP_SHARE, GROUP_FLOOR), deadline)
         m = problem.m
         self.suffix = [0.0] * (m + 1)   # suffix[t]: proven LB of opt_K(tasks order[t:])
-        self.singles = [self.costs.bound(1 << j) for j in self.order]
+        singles = [1 << j for j in self.order]
+        self.solved(singles, self.workers.map(self.costs.solver, [self.costs.job(g) for g in singles], math.inf))
+        self.singles = [self.costs.bound(g) for g in singles]
         self.proven = lowered_sum(math.fsum(self.singles), m)   # the independent-tasks bound
         self.nodes = 0
 
@@ -167,34 +191,23 @@ class Tree:
         return min(options, key=self._value)
 
     def _stage(self, t: int, incumbent: list[int]):
-        """Depth first over assignments of order[t:], from ``incumbent``: the best groups, the
-        least bound over the closed nodes, and whether the deadline left it finished.
+        """Depth first over assignments of order[t:], from ``incumbent``, on the engine: the best
+        groups, the least bound over the closed nodes (and the open ones, when the deadline
+        passed), and whether the deadline left it finished.
 
-        The stack holds the open nodes (depth, groups, their bounds, clusters in use, bound); a
-        node is pruned when taken, against the incumbent of that moment; once the deadline
-        passes, every node left is closed with its bound."""
-        best, upper = incumbent, self._value(incumbent)
-        closed, final = math.inf, t == 0
+        A node is (depth, groups, their bounds, clusters in use, bound); it is pruned against the
+        incumbent of the moment it is kept or taken."""
+        stage = Stage(self, t)
+        engine = Engine(stage, self.workers, depth_first=True, prune_gap=self.rel_gap)
+        engine.offer(self._value(incumbent), incumbent)
         root = lowered_sum(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
-        stack = [(t, [0] * self.k, [0.0] * self.k, 0, root)]
-        while stack:
-            if self.deadline.expired():
-                return best, min(closed, *(node[-1] for node in stack)), False
-            depth, groups, bounds, opened, bound = stack.pop()
-            if bound >= upper * (1 - self.rel_gap):
-                closed = min(closed, bound)
-                continue
-            self.nodes += 1
-            self.report(upper if final else None, self.proven, self.nodes)
-            if depth == len(self.order):   # a leaf: every task placed
-                value = self._value(groups)
-                if value < upper:
-                    best, upper = list(groups), value
-                closed = min(closed, bound)
-                continue
-            children = self.children(depth, groups, bounds, opened, bound)
-            stack.extend(reversed(children))   # best on top
-        return best, closed, True
+        engine.push(root, (t, [0] * self.k, [0.0] * self.k, 0, root))
+        finished = engine.run(self.deadline)
+        return engine.best, engine.least_bound(), finished
+
+    def solved(self, groups: list[int], results: list) -> None:
+        """Keep the workers' solves of ``groups``."""
+        self.costs.runs.update(zip(groups, results))
 
     def children(self, depth, groups, bounds, opened, bound):
         """The children of a node that has placed order[:depth] (after its stage's first task) in
@@ -213,17 +226,51 @@ class Tree:
         return [node for _, node in sorted(out, key=lambda pair: pair[0])]
 
 
+class Stage:
+    """One stage of ``AssignmentTree`` as the engine runs it (``engine.TreeProblem``): a node's
+    jobs are its children's groups not solved yet."""
+
+    def __init__(self, tree: AssignmentTree, t: int):
+        self.tree, self.final = tree, t == 0
+        self.bounder = tree.costs.solver
+
+    def split(self, node, bound: float, engine: Engine):
+        """A leaf (every task placed) is offered and closed with its bound; another node's jobs
+        are the groups its children add a task to, warm-started from the group they grew from."""
+        tree = self.tree
+        tree.nodes += 1
+        tree.report(engine.upper if self.final else None, tree.proven, tree.nodes)
+        depth, groups, _, opened, _ = node
+        if depth == len(tree.order):
+            engine.offer(tree._value(groups), list(groups))
+            engine.close(bound)
+            return [], []
+        bit = 1 << tree.order[depth]
+        new = [c for c in range(min(opened + 1, tree.k)) if groups[c] | bit not in tree.costs.runs]
+        return [tree.costs.job(groups[c] | bit, groups[c]) for c in new], []
+
+    def children(self, node, bound: float, jobs: list, results: list, engine: Engine):
+        """The node's children, best bound first (``AssignmentTree.children``), as (bound, node);
+        none for a leaf."""
+        if node[0] == len(self.tree.order):
+            return []
+        self.tree.solved([sum(1 << j for j in tasks) for tasks, _, _ in jobs], results)
+        return [(child[-1], child) for child in self.tree.children(*node)]
+
+
 def _tasks(group: int) -> list[int]:
     return [j for j in range(group.bit_length()) if group >> j & 1]
 
 
 def certify_clusters(problem: ArmulProblem, n_clusters: int, start: prox.ArmulEstimate,
-                     rel_gap: float, deadline: Deadline, report=lambda incumbent, bound, nodes: None) -> Clustering:
+                     rel_gap: float, deadline: Deadline, report=lambda incumbent, bound, nodes: None,
+                     workers: Workers | None = None) -> Clustering:
     """Clustered ARMUL by the tree, from the answer ``start`` (a clustered run:
     ``extra["labels"]``), whose tasks' coefficients also set the order; the answer is never
     worse than ``start``'s groups re-solved.  ``report(incumbent, bound, nodes)`` is called at
-    every node (the live log; incumbent None before the last stage)."""
-    tree = Tree(problem, n_clusters, farthest_first(start.theta), rel_gap, deadline, report)
+    every node (the live log; incumbent None before the last stage).  Groups are solved by
+    ``workers`` (default: here)."""
+    tree = AssignmentTree(problem, n_clusters, farthest_first(start.theta), rel_gap, deadline, report, workers)
     groups, bound, finished = tree.solve(np.asarray(start.extra["labels"]))
     labels, theta = np.zeros(problem.m, dtype=int), np.zeros((problem.m, problem.d))
     centers = np.zeros((n_clusters, problem.d))
@@ -234,19 +281,23 @@ def certify_clusters(problem: ArmulProblem, n_clusters: int, start: prox.ArmulEs
 
 
 def solve_tree(problem: ArmulProblem, n_clusters: int, heuristic: prox.ArmulEstimate,
-               rel_gap: float, deadline: Deadline, progress: Progress) -> SolverRun:
+               rel_gap: float, deadline: Deadline, progress: Progress, threads: int | None = None) -> SolverRun:
     """ARMUL's exact path for clustered ARMUL: ``certify_clusters`` from the prox heuristic's
     answer (over its restarts), whose point is kept when the tree's is not better; stopped by
     ``deadline``, the best answer and the least bound over the open nodes (``time_limit``).
     The live log's rows come from the tree (incumbent: the heuristic's value until the last
-    stage finds a better one)."""
+    stage finds a better one).  Groups are solved by ``engine.workers_for(threads)``'s workers."""
     held = problem.objective(heuristic.theta, heuristic.centers)
     progress.update(held, None, 0, force=True)
 
     def report(incumbent, bound, nodes):   # the heuristic's point is held too
         progress.update(None if incumbent is None else min(incumbent, held), bound, nodes)
 
-    found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline, report)
+    workers = workers_for(threads, deadline)
+    try:
+        found = certify_clusters(problem, n_clusters, heuristic, rel_gap, deadline, report, workers)
+    finally:
+        workers.close()
     theta, centers = found.theta, found.centers[found.labels]
     extra = {"centers": found.centers, "labels": found.labels}
     if held < problem.objective(theta, centers):
@@ -256,4 +307,4 @@ def solve_tree(problem: ArmulProblem, n_clusters: int, heuristic: prox.ArmulEsti
     return SolverRun(prox.ArmulEstimate(theta, centers, extra), objective, found.bound,
                      Status.CONVERGED if found.finished else Status.TIME_LIMIT, progress.rows,
                      {"solver": "armul_tree (mtl_opt)", "solver_version": __version__,
-                      "bound": BOUND_SOURCE, "nodes": found.nodes})
+                      "bound": BOUND_SOURCE, "nodes": found.nodes, "pool_bounds": workers.jobs})

@@ -9,6 +9,6 @@ docstring); node work goes to ``workers.workers_for``'s choice.
 """
 
 from .search import Engine, TreeProblem
-from .workers import SERIAL, Workers, workers_for
+from .workers import Serial, Workers, workers_for
 
-__all__ = ["Engine", "SERIAL", "TreeProblem", "Workers", "workers_for"]
+__all__ = ["Engine", "Serial", "TreeProblem", "Workers", "workers_for"]

@@ -28,7 +28,7 @@ import itertools
 import math
 from typing import Any, Protocol
 
-from .workers import SERIAL, Workers
+from .workers import Workers
 
 
 class TreeProblem(Protocol):
@@ -45,7 +45,7 @@ class Engine:
     """One branch-and-bound run over ``tree`` (a ``TreeProblem``): ``push`` its root, then ``step``
     (or ``run`` to the end or a deadline)."""
 
-    def __init__(self, tree: TreeProblem, workers: Workers = SERIAL, *, depth_first: bool = False,
+    def __init__(self, tree: TreeProblem, workers: Workers, *, depth_first: bool = False,
                  batch: int = 1, prune_gap: float = 0.0):
         self.tree, self.workers = tree, workers
         self.depth_first, self.batch, self.prune_gap = depth_first, batch, prune_gap

@@ -7,7 +7,7 @@ and the bounder, so one core, two or a cluster make the same tree; only the time
 job that fails remotely (a worker killed, restarted or late) is bounded here: workers can slow a
 step, never change it, and a node is open until its result is in.
 
-- ``SERIAL``: one job after another, here (``threads=1``, or inside a worker process).
+- ``Serial``: one job after another, here (``threads=1``, or inside a worker process).
 - ``LocalWorkers``: this process takes the jobs from the front, ``threads - 1`` loky worker
   processes (joblib's process executor: start-up, crashes, shutdown) from the back, each taking
   the next as soon as it is done (a feeder thread per worker, while the compiled bound code here
@@ -80,9 +80,6 @@ class Serial:
 
     def close(self) -> None:
         pass
-
-
-SERIAL = Serial()
 
 
 def workers_for(threads: int | None, deadline: Deadline) -> Workers:
@@ -251,7 +248,7 @@ class DaskWorkers(Serial):
 
         held = self._held(bounder)
         remaining = self.deadline.remaining()
-        futures = [self.client.submit(_work, held, job, upper, remaining, pure=False) for job in jobs]
+        futures = self.client.map(_work, [held] * len(jobs), jobs, upper=upper, remaining=remaining, pure=False)
         self.jobs += len(futures)
         late = time.perf_counter() + max(remaining, 0.0) + LATE
         pending = futures
@@ -260,8 +257,10 @@ class DaskWorkers(Serial):
                 wait(pending, timeout=0.05)
             pending = [future for future in pending if not future.done()]
         if pending:
-            self.client.cancel(list(pending))
-        return [future.result() if future.status == "finished" else bounder.work(job, upper, self.deadline)
+            self.client.cancel(pending)
+        back = [future for future in futures if future.status == "finished"]
+        results = dict(zip(map(id, back), self.client.gather(back))) if back else {}
+        return [results[id(future)] if id(future) in results else bounder.work(job, upper, self.deadline)
                 for future, job in zip(futures, jobs)]
 
     def _held(self, bounder):
