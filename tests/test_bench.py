@@ -179,6 +179,24 @@ def test_dask_cluster_gives_the_same_table_as_local_threads(local_run, tmp_path)
     assert _answers(rows) == _answers(local)
 
 
+def test_a_cell_sent_to_a_cluster_carries_its_files_and_needs_no_shared_path(tmp_path):
+    """``--scheduler`` ships each cell with its instance's bytes (``runner.shipped``): a cell
+    whose files are gone from where it was planned (another machine's view) runs on its copies,
+    with the answer of the cell run from the files."""
+    here = tmp_path / "planned"
+    here.mkdir()
+    for name in ("tiny_sparse_l0l2.toml", "tiny_sparse_a.csv"):
+        shutil.copy(LIB / name, here / name)
+    cells, _ = runner.plan([str(here / "tiny_sparse_l0l2.toml")], resolve(["bcd", "oa-highs"]), time_limit=30,
+                           repeats=1)
+    direct = [runner.run_cell(c) for c in cells]
+    sent = [runner.shipped(c) for c in cells]
+    shutil.rmtree(here)
+    remote = [runner.run_cell(c) for c in sent]
+    assert all(row["status"] in ("optimal", "heuristic") for row in remote), remote
+    assert _answers(remote) == _answers(direct)
+
+
 def test_solvers_that_cannot_take_an_instance_say_why():
     """Sparse applicability is the estimator's own refusal on the data: lambda_ridge = 0 was
     marked not applicable for every exact solver, though OA and the MIQP certify it when each

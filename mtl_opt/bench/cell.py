@@ -44,6 +44,8 @@ def fit(payload: dict) -> dict:
     from ..instance import load_instance
 
     instance = load_instance(payload["instance"])
+    if payload.get("data_path"):   # a shipped cell: its data file's copy (``runner.shipped``)
+        instance.data_spec["path"] = payload["data_path"]
     data = instance.load_data()
     threads = payload.get("threads") if instance.options.threads is None else None
     estimator = instance.estimator(time_limit=payload["time_limit"], threads=threads)

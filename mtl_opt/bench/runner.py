@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -66,6 +67,8 @@ class Cell:
     ``instance`` is the path as given (it names the cell in the results);
     ``path`` is its absolute form, which the worker opens.  ``threads``: the
     solver's threads where the instance file does not set them (None: its default).
+    ``files``: the instance file's and its data file's bytes, for a machine that cannot open
+    ``path`` (a Dask worker: ``shipped``), or None.
     """
 
     instance: str
@@ -77,6 +80,7 @@ class Cell:
     time_limit: float
     hard_limit: float
     threads: int | None = None
+    files: tuple[bytes, bytes, str] | None = None
 
     @property
     def key(self) -> tuple:
@@ -175,11 +179,30 @@ class CellProcesses:
 CELLS = CellProcesses()
 
 
+def shipped(cell: Cell) -> Cell:
+    """``cell`` with its instance's files inside (instance file, data file, the data file's
+    suffix), so that a worker on another machine needs no shared filesystem."""
+    instance = load_instance(cell.path)
+    return replace(cell, files=(instance.path.read_bytes(), instance.data_path.read_bytes(),
+                                instance.data_path.suffix))
+
+
 def run_cell(cell: Cell) -> dict | None:
     """Fit ``cell`` in a child process; a crash or a hard timeout becomes a row like any other
-    (None if the bench was stopped: nothing ran, or the cell was killed by ``CELLS.stop``)."""
-    payload = json.dumps({"instance": cell.path, "params": cell.params, "time_limit": cell.time_limit,
-                          "threads": cell.threads, "parent": os.getpid()})
+    (None if the bench was stopped: nothing ran, or the cell was killed by ``CELLS.stop``).
+    A cell with its ``files`` runs on copies of them in a temporary directory."""
+    if cell.files is None:
+        return _run_cell(cell, cell.path, None)
+    with tempfile.TemporaryDirectory(prefix="mtl-opt-cell-") as folder:
+        toml, data = Path(folder, "instance.toml"), Path(folder, "data" + cell.files[2])
+        toml.write_bytes(cell.files[0])
+        data.write_bytes(cell.files[1])
+        return _run_cell(cell, str(toml), str(data))
+
+
+def _run_cell(cell: Cell, path: str, data_path: str | None) -> dict | None:
+    payload = json.dumps({"instance": path, "data_path": data_path, "params": cell.params,
+                          "time_limit": cell.time_limit, "threads": cell.threads, "parent": os.getpid()})
     start = time.perf_counter()
     child = CELLS.start()
     if child is None:
@@ -302,8 +325,8 @@ def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
         raise InvalidParameterError(
             f"cannot reach the Dask scheduler at {scheduler!r} ({exc}); check the address "
             f"printed by 'dask scheduler'.") from None
-    with client:
-        for future in as_completed(client.map(run_cell, cells, pure=False)):
+    with client:   # the instances travel with the cells, the rows come back through the futures
+        for future in as_completed(client.map(run_cell, [shipped(cell) for cell in cells], pure=False)):
             yield future.result()
 
 
