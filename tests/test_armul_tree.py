@@ -218,3 +218,24 @@ def test_a_cut_fit_never_raises_and_logs_the_tree():
     quick = ARMUL("clustered", n_components=3, seed=0, algorithm="exact",
                   solve_options=SolveOptions(time_limit=1e-3)).fit(data).result_
     assert quick.status == "time_limit" and quick.lower_bound <= quick.objective
+
+
+def test_the_tree_on_local_workers_is_the_serial_tree(monkeypatch):
+    """Groups solved by a local worker process (``engine.workers.LocalWorkers``, started at once;
+    their solves hold the GIL, so the worker's share is sent ahead): the same nodes, bound and
+    labels as one process, and the worker did solve groups."""
+    from mtl_opt.solvers.engine import workers
+
+    monkeypatch.setattr(workers, "POOL_AFTER", 0.0)
+    monkeypatch.setattr(workers, "WAIT_FOR_WORKER", True)
+    monkeypatch.setattr(workers, "MIN_REMAINING", 0.0)
+    problem, start, reference = solved_tree(2, 8, 3, 1.0)
+    serial = certify_clusters(problem, 3, start, 1e-6, Deadline())
+    pool = workers.LocalWorkers(2, Deadline(120))
+    try:
+        pooled = certify_clusters(problem, 3, start, 1e-6, Deadline(120), workers=pool)
+    finally:
+        pool.close()
+    assert pool.jobs > 0 and pooled.finished and pooled.nodes == serial.nodes
+    assert pooled.bound == pytest.approx(serial.bound, rel=1e-12) and np.array_equal(pooled.labels, serial.labels)
+    assert pooled.bound <= reference.clustered(list(range(8)))[1] * (1 + 1e-12)

@@ -228,7 +228,7 @@ class AssignmentTree:
 
 class Stage:
     """One stage of ``AssignmentTree`` as the engine runs it (``engine.TreeProblem``): a node's
-    jobs are its children's groups not solved yet."""
+    jobs are its children's groups not solved yet, each warm-started from the group it grew from."""
 
     def __init__(self, tree: AssignmentTree, t: int):
         self.tree, self.final = tree, t == 0
@@ -246,8 +246,8 @@ class Stage:
             engine.close(bound)
             return [], []
         bit = 1 << tree.order[depth]
-        new = [c for c in range(min(opened + 1, tree.k)) if groups[c] | bit not in tree.costs.runs]
-        return [tree.costs.job(groups[c] | bit, groups[c]) for c in new], []
+        wanted = [(groups[c] | bit, groups[c]) for c in range(min(opened + 1, tree.k))]
+        return [tree.costs.job(group, parent) for group, parent in wanted if group not in tree.costs.runs], []
 
     def children(self, node, bound: float, jobs: list, results: list, engine: Engine):
         """The node's children, best bound first (``AssignmentTree.children``), as (bound, node);

@@ -55,6 +55,9 @@ class NodeBound:
 
     #: The incumbent's value a climb stops at, and the stages skipped: none (the root's).
     upper, skipped = np.inf, 0
+    #: The climbs are compiled without the GIL (``kernels.climb``): the threads feeding local
+    #: workers run beside them (``engine.workers.LocalWorkers``).
+    releases_gil = True
 
     def __init__(self, problem, node_iterations: int, deadline: Deadline | None = None):
         self.problem, self.node_iterations = problem, node_iterations

@@ -56,6 +56,9 @@ class SetBound(ZbarBound):
     a = lambda_ridge) this is ``ZbarBound``'s bound, found by enumeration.
     """
 
+    #: Compiled whole, as ``GreedyBound``'s climbs (not the recursion's L-BFGS-B).
+    releases_gil = True
+
     def __init__(self, problem: SparseProblem, *args):
         K = problem.n_tasks
         if problem.common_support:   # a shared column is in every task's support or in none

@@ -43,6 +43,9 @@ class ZbarBound(GreedyBound):
     by the climb.
     """
 
+    #: The recursion's climb is L-BFGS-B driven from Python (``lbfgsb``), holding the GIL.
+    releases_gil = False
+
     def __init__(self, problem: SparseProblem, *args):
         K = problem.n_tasks
         sizes = np.arange(K + 1)

@@ -121,8 +121,13 @@ class LocalWorkers(Serial):
 
     def map(self, bounder, jobs: list, upper: float) -> list:
         """This process takes the jobs from the front, each worker (when they run) from the back,
-        each taking the next when it is done; a job a worker fails on is bounded here."""
+        each taking the next when it is done; a job a worker fails on is bounded here.  A bounder
+        whose work holds the GIL (``releases_gil`` False: numpy on small arrays) would starve the
+        threads that feed the workers, so its last jobs are sent to them before this process
+        starts on the first ones (``_sent_ahead``)."""
         self._start_if_due()
+        if self.executors and len(jobs) >= 2 and not getattr(bounder, "releases_gil", False):
+            return self._sent_ahead(bounder, jobs, upper)
         results, waiting, lock = [None] * len(jobs), collections.deque(range(len(jobs))), threading.Lock()
 
         def take(from_back: bool):
@@ -141,6 +146,36 @@ class LocalWorkers(Serial):
             feeder.join()
         return [result if result is not None else bounder.work(job, upper, self.deadline)
                 for result, job in zip(results, jobs)]
+
+    def _sent_ahead(self, bounder, jobs: list, upper: float) -> list:
+        """The jobs past this process's share (the first ceil(n / (workers + 1))) sent to the
+        workers in turn, then this process's share bounded here, then the workers' results; a
+        job a worker fails on (or that cannot be sent) is bounded here."""
+        here = -(-len(jobs) // (len(self.executors) + 1))
+        futures = {}
+        try:
+            for i in range(here, len(jobs)):
+                futures[i] = self._submit(self.executors[(i - here) % len(self.executors)], bounder, jobs[i], upper)
+        except Exception:
+            self._here_only()
+        results = [bounder.work(job, upper, self.deadline) for job in jobs[:here]]
+        for i in range(here, len(jobs)):
+            result = self._waited(futures[i]) if i in futures else None
+            results.append(result if result is not None else bounder.work(jobs[i], upper, self.deadline))
+        return results
+
+    def _waited(self, future):
+        """The result of a worker's ``future``; None (and this process alone from now on) if it
+        fails, is late, or a stop is asked (``interrupts``)."""
+        try:
+            late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + LATE
+            while not concurrent.futures.wait([future], timeout=0.05).done:
+                if interrupts.requested() or time.perf_counter() > late:
+                    raise TimeoutError   # a stop asked: the worker's job is dropped
+            return future.result()
+        except Exception:
+            self._here_only()
+            return None
 
     def close(self) -> None:
         """Kill the workers (the fit is over, or interrupted: the jobs they hold are not needed)
@@ -179,13 +214,10 @@ class LocalWorkers(Serial):
         while self.executors and (i := take(True)) is not None:
             try:
                 future = self._submit(executor, bounder, jobs[i], upper)
-                late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + LATE
-                while not concurrent.futures.wait([future], timeout=0.05).done:
-                    if interrupts.requested() or time.perf_counter() > late:
-                        raise TimeoutError   # a stop asked: the worker's job is dropped
-                results[i] = future.result()
             except Exception:
                 self._here_only()
+                return
+            results[i] = self._waited(future)
 
 
     def _submit(self, executor, bounder, job, upper: float):
