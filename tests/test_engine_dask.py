@@ -19,6 +19,7 @@ import joblib
 import numpy as np
 import pytest
 from test_armul_tree import Reference, solved_tree
+from test_bnb_pool import CASES, assert_the_serial_tree_certified, solved
 from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt import interrupts
@@ -57,24 +58,15 @@ def test_the_dask_backend_picks_the_cluster_and_one_thread_stays_here(client):
     assert not isinstance(workers_for(None, Deadline()), DaskWorkers)
 
 
-@pytest.mark.parametrize("variant,penalties", [("zbar_l2", {"lambda_zbar": 0.3}), ("cs_l2", {}),
-                                               ("l0l2", {})])
-def test_bnb_on_the_cluster_makes_the_serial_tree_and_proves_the_brute_force_optimum(client, variant, penalties):
-    problem, start = problem_and_start(variant, p=12 if variant != "zbar_l2" else 8,
-                                       n=6 if variant != "zbar_l2" else 5, **penalties)
-    serial = bnb(problem, start, threads=1)
+@pytest.mark.parametrize("case", [CASES[0], CASES[1], CASES[2]])
+def test_bnb_on_the_cluster_makes_the_serial_tree_and_proves_the_brute_force_optimum(client, case):
+    problem, serial = solved(*case, threads=1)
     with distributed.get_task_stream(client) as stream, joblib.parallel_config(backend="dask"):
-        remote = bnb(problem, start)
+        _, remote = solved(*case, threads=None)
     ran = [task for task in stream.data if task["key"].startswith("_work")]
     assert remote.native["pool_bounds"] == len(ran) > 5
     assert {task["worker"] for task in ran} <= set(client.scheduler_info()["workers"])
-    assert remote.native["nodes"] == serial.native["nodes"]
-    scale = abs(serial.objective)
-    assert remote.objective == pytest.approx(serial.objective, rel=1e-12, abs=1e-12 * scale)
-    assert remote.lower_bound == pytest.approx(serial.lower_bound, rel=1e-12, abs=1e-12 * scale)
-    optimum = brute_force_optimum(problem)
-    assert remote.lower_bound <= optimum + 1e-9 * scale and remote.objective == pytest.approx(optimum, rel=1e-6)
-    assert final_status(remote, 1e-6) == "optimal"
+    assert_the_serial_tree_certified(problem, serial, remote)
 
 
 def test_the_clustered_tree_on_the_cluster_brackets_the_enumerated_optimum(client):

@@ -42,7 +42,10 @@ class SolveOptions:
         Stop when incumbent - bound is at most this.
     threads : int or None, default=None
         Threads the solver may use, at most the machine's CPU count; None
-        leaves the solver's default.
+        leaves the solver's default (our trees: every core, through threads - 1
+        local worker processes; 1 keeps them in the fitting process, also under
+        ``joblib.parallel_config(backend="dask")``, which otherwise sends their
+        node work to the Dask cluster).
     seed : int or None, default=None
         Solver random seed in [0, 2**31 - 1]; None leaves the solver's default.
     verbose : bool, default=False

@@ -274,14 +274,19 @@ class DaskWorkers(Serial):
         self.size = max(sum(client.nthreads().values()), 1)
 
     def map(self, bounder, jobs: list, upper: float) -> list:
-        """Each job on the cluster; one that fails there (a worker died) or is not back by the
+        """The jobs past this process's share (the first of n / (cluster threads + 1), for a
+        bounder that releases the GIL: the client's thread talks to the cluster meanwhile) on the
+        cluster, that share here; a job that fails there (a worker died) or is not back by the
         deadline (plus ``LATE``) is bounded here, and a stop cancels what is queued."""
         from distributed import wait
 
+        here = len(jobs) // (self.size + 1) if getattr(bounder, "releases_gil", False) else 0
         held = self._held(bounder)
         remaining = self.deadline.remaining()
-        futures = self.client.map(_work, [held] * len(jobs), jobs, upper=upper, remaining=remaining, pure=False)
+        futures = self.client.map(_work, [held] * (len(jobs) - here), jobs[here:], upper=upper,
+                                  remaining=remaining, pure=False)
         self.jobs += len(futures)
+        results = [bounder.work(job, upper, self.deadline) for job in jobs[:here]]
         late = time.perf_counter() + max(remaining, 0.0) + LATE
         pending = futures
         while pending and not interrupts.requested() and time.perf_counter() <= late:
@@ -291,9 +296,9 @@ class DaskWorkers(Serial):
         if pending:
             self.client.cancel(pending)
         back = [future for future in futures if future.status == "finished"]
-        results = dict(zip(map(id, back), self.client.gather(back))) if back else {}
-        return [results[id(future)] if id(future) in results else bounder.work(job, upper, self.deadline)
-                for future, job in zip(futures, jobs)]
+        returned = dict(zip(map(id, back), self.client.gather(back))) if back else {}
+        return results + [returned[id(future)] if id(future) in returned else bounder.work(job, upper, self.deadline)
+                          for future, job in zip(futures, jobs[here:])]
 
     def _held(self, bounder):
         """``bounder`` on every worker (scattered once per fit), as a future its jobs refer to."""
