@@ -219,9 +219,9 @@ def replay(instances, limit, cost):
             if name in CLUSTERED:   # one node a step: the same nodes (the lookahead changes no bound)
                 steps = min(len(trees[1]), len(trees[n])) - 1
                 reached = lambda index, lower: index >= steps   # noqa: E731
-            else:                   # best first: the bound both trees reach
+            else:                   # best first: the bound both trees reach (no bound: the roots)
                 target = min(trees[1][-1][2], trees[n][-1][2])
-                reached = lambda index, lower: lower >= target   # noqa: E731
+                reached = lambda index, lower: lower is not None and lower >= target   # noqa: E731
             serial, parallel = time_to(trees[1], reached, 1, 0.0), time_to(trees[n], reached, n, cost)
             cells.append(f"{serial / parallel:.2f}x" if serial and parallel else "-")
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)

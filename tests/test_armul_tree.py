@@ -239,3 +239,18 @@ def test_the_tree_on_local_workers_is_the_serial_tree(monkeypatch):
     assert pool.jobs > 0 and pooled.finished and pooled.nodes == serial.nodes
     assert pooled.bound == pytest.approx(serial.bound, rel=1e-12) and np.array_equal(pooled.labels, serial.labels)
     assert pooled.bound <= reference.clustered(list(range(8)))[1] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed, m, k, c", CASES + [(4, 7, 2, 1.0), (5, 6, 1, 1.0)])
+def test_the_pigeonhole_floor_is_below_every_suffix_optimum_and_prices_merges(seed, m, k, c):
+    """``AssignmentTree.floor[t]`` (K + 1 tasks hold a pair that shares a group) against the
+    enumerated optimum of every suffix order[t:]; on tasks from three centers with K <= 2 some
+    pair must merge, and the floor on all tasks rises above the independent-tasks bound."""
+    problem, start, reference = solved_tree(seed, m, k, c)
+    tree = AssignmentTree(problem, k, farthest_first(start.theta), 1e-6, Deadline())
+    for t in range(m):
+        assert tree.floor[t] <= reference.clustered(tree.order[t:])[1] * (1 + 1e-12), t
+    independent = sum(tree.singles)
+    if k <= 2 and m >= 2 * (k + 1):
+        assert tree.floor[0] > independent * (1 + 1e-6)
+        assert tree.proven >= tree.floor[0]

@@ -9,6 +9,8 @@ placed the tasks before position t of ``order`` in groups A_1..A_K, leaving U_t,
     sum_c LB f(A_c) + LB opt_K(U_t)
 
 (any completion B_1..B_K partitions U_t: sum_c f(A_c u B_c) >= sum_c f(A_c) + sum_c f(B_c)).
+Each suffix also gets a pigeonhole floor before it is searched: among K + 1 tasks two share a
+group (``AssignmentTree._pigeonhole``; DESIGN.md, claim 5).
 The repetitive branch and bound of Brusco (2006, Psychometrika 71) solves the suffix problems
 opt_K(U_t) first, t = m - 1 down to 0, each depth first from an incumbent, so each is there as
 the bound of the next.  Tasks are ordered farthest first (distinct tasks decide the clusters
@@ -54,7 +56,8 @@ from .progress import Progress
 GROUP_SHARE, GROUP_FLOOR = 0.1, 1e-10
 
 BOUND_SOURCE = ("least safe bound over the closed nodes of a branch and bound over task-to-cluster "
-                "assignments (FISTA dual feasible points per group, superadditive suffix bounds)")
+                "assignments (FISTA dual feasible points per group, superadditive suffix bounds "
+                "with pigeonhole floors)")
 
 
 @dataclass
@@ -151,8 +154,35 @@ class AssignmentTree:
         singles = [1 << j for j in self.order]
         self.solved(singles, self.workers.map(self.costs.solver, [self.costs.job(g) for g in singles], math.inf))
         self.singles = [self.costs.bound(g) for g in singles]
-        self.proven = lowered_sum(math.fsum(self.singles), m)   # the independent-tasks bound
+        self.floor = self._pigeonhole()
+        # the independent-tasks bound, or the pigeonhole bound on all tasks
+        self.proven = max(lowered_sum(math.fsum(self.singles), m), self.floor[0])
         self.nodes = 0
+
+    def _pigeonhole(self) -> list[float]:
+        """floor[t]: the pigeonhole bound on opt_K(order[t:]) (DESIGN.md, claim 5), 0 past the end.
+
+        The tasks are cut into blocks of K + 1 from the end of ``order`` (farthest first, so a
+        block's tasks tend to be far apart); among a block's tasks, two share a group in any
+        clustering into K groups.  A block inside order[t:] adds the least over its pairs of
+        LB f(pair) + the LBs of its other tasks alone; every task outside the blocks adds its own.
+        The pairs are solved by the workers, each from the single task placed first."""
+        m, size = len(self.order), self.k + 1
+        blocks = [list(range(end - size, end)) for end in range(m, size - 1, -size)]   # positions
+        pairs = [(a, b) for block in blocks for a in block for b in block if a < b]
+        groups = [1 << self.order[a] | 1 << self.order[b] for a, b in pairs]
+        jobs = [self.costs.job(group, 1 << self.order[a]) for group, (a, _) in zip(groups, pairs)]
+        self.solved(groups, self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
+        block_of = {a: i for i, block in enumerate(blocks) for a in block}
+        least = [min(lowered_sum(self.costs.bound(1 << self.order[a] | 1 << self.order[b])
+                                 + math.fsum(self.singles[c] for c in block if c not in (a, b)), size - 1)
+                     for a in block for b in block if a < b) for block in blocks]
+        floor = [0.0] * (m + 1)
+        for t in range(m - 1, -1, -1):   # terms: the singles outside whole blocks, the blocks
+            terms = [self.singles[a] for a in range(t, m) if block_of.get(a, -1) < 0 or blocks[block_of[a]][0] < t]
+            terms += [least[i] for i, block in enumerate(blocks) if block[0] >= t]
+            floor[t] = lowered_sum(math.fsum(terms), len(terms))
+        return floor
 
     def solve(self, start_labels: np.ndarray) -> tuple[list[int], float, bool]:
         """The best groups found (bit masks), the best bound on the clustered optimum proven by
@@ -165,7 +195,8 @@ class AssignmentTree:
             if best is not None:
                 candidates.append(self._extended(best, t))
             best = min(candidates, key=self._value)
-            best, self.suffix[t], finished = self._stage(t, best)
+            best, stage_bound, finished = self._stage(t, best)
+            self.suffix[t] = max(stage_bound, self.floor[t])   # two bounds on opt_K(order[t:])
             # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again; a bound proven
             # by an earlier stage stays proven, so the best is kept (a cut stage can be weaker)
             stage = lowered_sum(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
@@ -200,7 +231,8 @@ class AssignmentTree:
         stage = Stage(self, t)
         engine = Engine(stage, self.workers, depth_first=True, prune_gap=self.rel_gap)
         engine.offer(self._value(incumbent), incumbent)
-        root = lowered_sum(self.singles[t] + self.suffix[t + 1], 2)   # f({order[t]}) + opt_K(U_t+1)
+        # f({order[t]}) + opt_K(U_t+1), or the pigeonhole bound on opt_K(U_t)
+        root = max(lowered_sum(self.singles[t] + self.suffix[t + 1], 2), self.floor[t])
         engine.push(root, (t, [0] * self.k, [0.0] * self.k, 0, root))
         finished = engine.run(self.deadline)
         return engine.best, engine.least_bound(), finished
