@@ -28,7 +28,7 @@ from ..formulations.sparse import SparseProblem
 from ..formulations.sparse_models import (Cut, add_cut, build_feasibility, build_master, build_miqp,
                                           coefficient_bound, dual_bound_margin, fitting_tolerance,
                                           master_support, miqp_box, perspective_cut, perspective_slack)
-from ..result import relative_gap
+from ..result import Status, relative_gap
 from .backends import Backend
 from .bcd import best_swap, swapped_support
 from .method import SolverRun
@@ -94,12 +94,12 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     progress.update(upper, None, 0, force=True)
     root = root_cuts(problem, master, backend, options, deadline=deadline, progress=progress,
                      floor=-np.inf if floor is None else float(np.sum(floor.constant)))
-    lower, stop, seen, nodes = max(root, default=-np.inf), "iteration_limit", set(), 0
+    lower, stop, seen, nodes = max(root, default=-np.inf), Status.ITERATION_LIMIT, set(), 0
     progress.update(upper, lower, 0, force=True, iteration=0, cuts=len(master.cuts),
                     master_status=f"root LP, {len(root)} rounds")
     for it in range(1, max_iter + 1):
         if deadline.expired():
-            stop = "time_limit"
+            stop = Status.TIME_LIMIT
             break
         start_values = [(master.z[k, j], float(on)) for (k, j), on in np.ndenumerate(best_z)]
         master_options = fitted_options(backend, options, user_options, master, upper).with_updates(
@@ -112,7 +112,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         if run.bound is not None:
             lower = max(lower, run.bound - margin)
         if not run.has_solution:
-            stop = "time_limit" if run.status == "time_limit" else "error"
+            stop = Status.TIME_LIMIT if run.status == Status.TIME_LIMIT else Status.ERROR
             break
         support = master_support(master, best.shape)
         B = problem.refit(support)
@@ -122,7 +122,7 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
         progress.update(upper, lower, nodes, force=True, iteration=it, cuts=len(master.cuts),
                         master_status=run.native.get("status"))
         if relative_gap(upper, lower) <= options.rel_gap:
-            stop = "converged"
+            stop = Status.CONVERGED
             break
         key = support.tobytes()
         if key in seen:  # the master repeats a support: its tolerance is the limit
@@ -156,7 +156,7 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
     run = backend.solve(model, "milp", options, deadline=deadline)
     if run.has_solution and problem.feasible(B := _clipped_refit(problem, master_support(model, incumbent.shape))):
         return B
-    if run.has_solution or run.status not in ("infeasible", "time_limit"):
+    if run.has_solution or run.status not in (Status.INFEASIBLE, Status.TIME_LIMIT):
         raise InvalidParameterError(
             f"no point satisfying the side constraints was found to start from ({run.solver}: "
             f"{run.status}); pass a feasible init, or loosen the constraints.")
@@ -328,9 +328,9 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
         value = problem.objective(B, z)
         if value < upper and problem.feasible(B, z):
             best, best_z, upper = B, problem.indicators(B, z), value
-    elif run.status not in ("time_limit", "iteration_limit"):
+    elif run.status not in (Status.TIME_LIMIT, Status.ITERATION_LIMIT):
         raise SolverError(f"{run.solver} found no solution of the sparse MIQP (status {run.status}).")
-    stop = run.status if run.status in ("time_limit", "iteration_limit") else "converged"
+    stop = run.status if run.status in (Status.TIME_LIMIT, Status.ITERATION_LIMIT) else Status.CONVERGED
     progress.update(upper, bound, run.native["nodes"], force=True, big_m=big_m)
     native = {"solver": run.solver, "solver_version": run.solver_version, **run.native}
     if bound is None:

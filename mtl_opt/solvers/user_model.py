@@ -211,7 +211,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                         progress=progress.solver_callback())
     boxed = ours and spec.bound_cap is not None
     for _ in range(WIDENINGS):   # no solution below the box's level: widen the box, solve again
-        if not boxed or spec.widen is None or out.status not in ("optimal", "gap_limit", "infeasible"):
+        if not boxed or spec.widen is None or out.status not in (Status.OPTIMAL, Status.GAP_LIMIT, Status.INFEASIBLE):
             break
         if out.has_solution:
             level = spec.objective(spec.decode(spec.model)) / spec.objective_scale
@@ -233,7 +233,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
               else f"the model's objective {objective.name!r} as edited (model scale)"}
     if not out.has_solution:
         native["bound"] = f"{NO_BOUND}: {out.solver} found no solution ({out.status})"
-        if out.status == "infeasible" and boxed:   # proven only inside the box, unless ...
+        if out.status == Status.INFEASIBLE and boxed:   # proven only inside the box, unless ...
             if _contradictory(spec, backend, tuned, deadline):
                 native["infeasible"] = ("proven without the Big-M box: the rows contradict each "
                                         "other whatever the coefficients")
@@ -242,7 +242,7 @@ def solve_spec(spec: ModelSpec, options, deadline) -> SolverRun:
                                     f"(the level the widest box was proven for); beyond it "
                                     f"nothing is proven")
             return SolverRun(None, math.nan, None, Status.ITERATION_LIMIT, progress.rows, native)
-        if out.status == "infeasible":
+        if out.status == Status.INFEASIBLE:
             native["infeasible"] = ("the backend proved the edited model infeasible: its rows "
                                     "contradict each other; remove or relax the rows you added")
             return SolverRun(None, math.nan, None, Status.INFEASIBLE, progress.rows, native)
@@ -276,7 +276,7 @@ def _contradictory(spec: ModelSpec, backend, options, deadline) -> bool:
     if spec.unboxed is None:
         return False
     relaxed = spec.unboxed(spec.model.clone())
-    return backend.solve(relaxed, _problem_class(relaxed), options, deadline=deadline).status == "infeasible"
+    return backend.solve(relaxed, _problem_class(relaxed), options, deadline=deadline).status == Status.INFEASIBLE
 
 
 def _active_objective(model: pyo.Block):

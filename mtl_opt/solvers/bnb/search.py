@@ -22,7 +22,7 @@ import numpy as np
 from ... import __version__
 from ...errors import InvalidParameterError
 from ...formulations.sparse import SparseProblem
-from ...result import relative_gap
+from ...result import Status, relative_gap
 from ...deadline import Deadline
 from ...resources import one_blas_thread
 from ..method import SolverRun
@@ -66,7 +66,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     if reason is not None:
         raise InvalidParameterError(reason)
     if not problem.feasible(np.zeros(incumbent.shape)):   # in scope: more includes than s allows
-        return SolverRun(incumbent, problem.objective(incumbent), None, "infeasible",
+        return SolverRun(incumbent, problem.objective(incumbent), None, Status.INFEASIBLE,
                          [], {"solver": "mtl_opt", "solver_version": __version__,
                               "why": "the included features exceed s",
                               "bound": "none: infeasible"})
@@ -78,7 +78,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
         parts = [(problem.task(k), incumbent[k:k + 1]) for k in range(problem.n_tasks)]
     bound_family = family(problem)
     workers = workers_for(options.threads, deadline)
-    stop, explored, trees = "converged", 0, []
+    stop, explored, trees = Status.CONVERGED, 0, []
 
     def record(force=False):
         progress.update(sum(t.upper for t in trees), sum(t.lower() for t in trees), explored,
@@ -92,7 +92,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
             if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:
                 break
             if deadline.expired():
-                stop = "time_limit"
+                stop = Status.TIME_LIMIT
                 break
             explored += max(trees, key=lambda t: t.upper - t.lower()).engine.step()
             if progress.due():

@@ -17,7 +17,8 @@ step, never change it, and a node is open until its result is in.
 - ``DaskWorkers``: the active ``distributed.Client`` of ``joblib.parallel_config(backend="dask")``
   (scikit-learn's way of choosing a cluster): each bounder is scattered to the workers once
   (no shared filesystem), jobs travel as small descriptors with the time left (clocks are per
-  machine), and this process waits.  A stop (Ctrl-C, SIGTERM) or the deadline cancels what is
+  machine), a step's in one ``client.map``, and this process bounds its share meanwhile (for a
+  bounder that releases the GIL).  A stop (Ctrl-C, SIGTERM) or the deadline cancels what is
   still queued on the cluster and leaves the cluster as it was.
 """
 
