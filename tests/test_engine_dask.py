@@ -128,3 +128,28 @@ def test_a_stop_ends_the_fit_on_the_cluster_and_leaves_it_usable(client):
     assert run.stop == "time_limit" and run.native["nodes"] < serial.native["nodes"]
     assert run.lower_bound <= serial.objective * (1 + 1e-9) and run.objective >= serial.objective * (1 - 1e-9)
     assert client.submit(sum, [1, 2], pure=False).result(timeout=60) == 3
+
+
+class GoneCluster:
+    """A client whose scheduler went away after the fit chose it: every call fails."""
+
+    def __init__(self, fail_at_start=False):
+        self.fail_at_start = fail_at_start
+
+    def nthreads(self):
+        if self.fail_at_start:
+            raise OSError("scheduler unreachable")
+        return {"tcp://gone:1": 1, "tcp://gone:2": 1}
+
+    def __getattr__(self, name):
+        raise OSError("scheduler unreachable")
+
+
+@pytest.mark.parametrize("fail_at_start", [False, True])
+def test_a_cluster_that_goes_away_leaves_the_fit_here_with_the_serial_answer(fail_at_start, monkeypatch):
+    """The scheduler is gone (at the first step, or before): the jobs are bounded in the fitting
+    process, and the tree is the serial one."""
+    problem, serial = solved(*CASES[2], threads=1)
+    monkeypatch.setattr(search, "workers_for", lambda threads, deadline: DaskWorkers(GoneCluster(fail_at_start), deadline))
+    _, here = solved(*CASES[2], threads=None)
+    assert_the_serial_tree_certified(problem, serial, here)

@@ -271,35 +271,56 @@ class DaskWorkers(Serial):
 
     def __init__(self, client, deadline: Deadline):
         super().__init__(deadline)
-        self.client, self.scattered, self.jobs = client, {}, 0
-        self.size = max(sum(client.nthreads().values()), 1)
+        self.client, self.scattered, self.jobs, self.size = client, {}, 0, 1
+        try:
+            self.size = max(sum(client.nthreads().values()), 1)
+        except Exception:   # no scheduler behind the client: the fit runs here
+            self.client = None
 
     def map(self, bounder, jobs: list, upper: float) -> list:
         """The jobs past this process's share (the first of n / (cluster threads + 1), for a
         bounder that releases the GIL: the client's thread talks to the cluster meanwhile) on the
         cluster, that share here; a job that fails there (a worker died) or is not back by the
         deadline (plus ``LATE``) is bounded here, and a stop cancels what is queued."""
-        from distributed import wait
-
+        if self.client is None:   # the cluster failed this fit: here from now on
+            return super().map(bounder, jobs, upper)
         here = len(jobs) // (self.size + 1) if getattr(bounder, "releases_gil", False) else 0
-        held = self._held(bounder)
+        try:
+            futures = self._sent(bounder, jobs[here:], upper)
+        except Exception:   # the scheduler is gone or refuses the work: no cluster for this fit
+            self.client, futures = None, []
+        results = [bounder.work(job, upper, self.deadline) for job in jobs[:here]]
+        returned = self._returned(futures)
+        return results + [returned[i] if i in returned else bounder.work(job, upper, self.deadline)
+                          for i, job in enumerate(jobs[here:])]
+
+    def _sent(self, bounder, jobs: list, upper: float) -> list:
+        """The cluster's futures of ``jobs``, the bounder scattered first if it is new."""
         remaining = self.deadline.remaining()
-        futures = self.client.map(_work, [held] * (len(jobs) - here), jobs[here:], upper=upper,
+        futures = self.client.map(_work, [self._held(bounder)] * len(jobs), jobs, upper=upper,
                                   remaining=remaining, pure=False)
         self.jobs += len(futures)
-        results = [bounder.work(job, upper, self.deadline) for job in jobs[:here]]
-        late = time.perf_counter() + max(remaining, 0.0) + LATE
+        return futures
+
+    def _returned(self, futures: list) -> dict:
+        """{index: result} of the futures back by the deadline (plus ``LATE``) and before a stop;
+        the others are cancelled on the cluster (a failed or lost one never comes back)."""
+        from distributed import wait
+
+        late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + LATE
         pending = futures
-        while pending and not interrupts.requested() and time.perf_counter() <= late:
-            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):   # one poll's time
-                wait(pending, timeout=0.05)
-            pending = [future for future in pending if not future.done()]
-        if pending:
-            self.client.cancel(pending)
-        back = [future for future in futures if future.status == "finished"]
-        returned = dict(zip(map(id, back), self.client.gather(back))) if back else {}
-        return results + [returned[id(future)] if id(future) in returned else bounder.work(job, upper, self.deadline)
-                          for future, job in zip(futures, jobs[here:])]
+        try:
+            while pending and not interrupts.requested() and time.perf_counter() <= late:
+                with contextlib.suppress(TimeoutError, asyncio.TimeoutError):   # one poll's time
+                    wait(pending, timeout=0.05)
+                pending = [future for future in pending if not future.done()]
+            if pending:
+                self.client.cancel(pending)
+            back = [i for i, future in enumerate(futures) if future.status == "finished"]
+            return dict(zip(back, self.client.gather([futures[i] for i in back]))) if back else {}
+        except Exception:   # the cluster went away mid-step: every job of it is bounded here
+            self.client = None
+            return {}
 
     def _held(self, bounder):
         """``bounder`` on every worker (scattered once per fit), as a future its jobs refer to."""
@@ -312,5 +333,6 @@ class DaskWorkers(Serial):
         """Release the scattered bounders (the cluster stays up for the next fit)."""
         futures = [future for _, future in self.scattered.values()]
         self.scattered = {}
-        if futures:
-            self.client.cancel(futures)
+        if futures and self.client is not None:
+            with contextlib.suppress(Exception):   # a cluster already gone holds nothing
+                self.client.cancel(futures)
