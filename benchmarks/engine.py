@@ -135,7 +135,7 @@ def overhead(client, instances):
             times.append((time.perf_counter() - start) / per_step)
         print(f"| {per_step} | 200 | {1000 * np.median(times):.2f} |")
     problem = instances["sMTL zbar_l2 ridge 1"]
-    bounder = bnb_search.family(problem)(problem, 1000)
+    bounder = bnb_search.family(problem)(problem, 1000, Deadline(10))
     fixed = np.zeros((problem.n_tasks, problem.n_features), dtype=np.int8)
     job = (fixed, bounder.start(), 0)
     result = bounder.work(job, np.inf, Deadline(10))

@@ -21,10 +21,16 @@ class DeadlineReached(Exception):
 
 
 class Deadline:
-    """The end of a time budget; ``Deadline(None)`` never ends."""
+    """The end of a time budget; ``Deadline(None)`` never ends.  Pickled, it travels as the time
+    left (``remaining``): a worker process or another machine, whose clock is its own, gets the
+    same budget from the moment it unpickles it."""
 
     def __init__(self, seconds: float | None = None):
         self.end = math.inf if seconds is None else time.perf_counter() + seconds
+
+    def __reduce__(self):
+        left = self.remaining()
+        return Deadline, (None if math.isinf(left) else left,)
 
     def remaining(self) -> float:
         """Seconds left: inf without a limit, <= 0 once the deadline has passed or a stop was

@@ -117,7 +117,7 @@ def test_the_worker_takes_the_next_nodes_while_this_process_bounds_a_long_one(po
     one-core result of its own node (floats to 1e-12, as the tests above compare the two)."""
     problem, _ = random_problem("cs_l2", 4100, K=2, p=12, n=6, s=2)
     problem = problem.with_params(lambda_ridge=1e-3)
-    search = GreedyBound(problem, 40)
+    search = GreedyBound(problem, 40, Deadline(120))
     upper = problem.objective(fit_bcd(problem, local_search=False, deadline=Deadline()).coef)
     nodes = []
     for j in range(4):

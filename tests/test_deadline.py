@@ -5,6 +5,7 @@ alone needs 0.25 s there (several seconds before it ran on one BLAS thread), the
 2 s to build in Pyomo and 6 s more to reach SCIP; all of it must fit in the limit.
 """
 
+import math
 import time
 from pathlib import Path
 
@@ -133,3 +134,18 @@ def test_solvers_take_the_fit_s_one_deadline_and_make_none(tmp_path):
     assert deadlines_made_in(solvers) == []
     (tmp_path / "own.py").write_text("def f(deadline=None):\n    deadline = deadline or Deadline(1)\n")
     assert deadlines_made_in(tmp_path) == ["own.py:2", "own.py:2"]
+
+
+def test_a_deadline_travels_as_the_time_left():
+    """Pickled (to a worker process or another machine, whose clock is its own), a Deadline
+    arrives with the budget it had left: one without a limit stays unlimited, an expired one
+    stays expired."""
+    import pickle
+    import time
+
+    deadline = Deadline(30)
+    time.sleep(0.05)
+    copy = pickle.loads(pickle.dumps(deadline))
+    assert abs(copy.remaining() - deadline.remaining()) < 1.0 and copy.remaining() < 30 - 0.04
+    assert math.isinf(pickle.loads(pickle.dumps(Deadline())).remaining())
+    assert pickle.loads(pickle.dumps(Deadline(-1))).expired()

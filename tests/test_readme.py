@@ -31,6 +31,7 @@ SHRINK = [
     ("for cv in (GroupKFold(5), LeaveOneGroupOut()):", "for cv in (GroupKFold(5),):"),
     ("solve_options=SolveOptions(time_limit=30))   # the whole fit's budget",
      "solve_options=SolveOptions(time_limit=3))"),
+    ("solve_options=SolveOptions(time_limit=10)).fit(data)", "solve_options=SolveOptions(time_limit=3)).fit(data)"),
 ]
 
 #: What marks a block that solves a mixed-integer program.

@@ -189,12 +189,12 @@ class AssignmentTree:
         any stage (never below one reported before), and whether every stage finished (then the
         bound is within rel_gap of the groups' value)."""
         m, best = self.problem.m, None
-        self._value(self._restricted(start_labels, 0))   # solved first: the answer of a cut run
+        self.groups_value(self._restricted(start_labels, 0))   # solved first: the answer of a cut run
         for t in range(m - 1, -1, -1):
             candidates = [self._restricted(start_labels, t)]
             if best is not None:
                 candidates.append(self._extended(best, t))
-            best = min(candidates, key=self._value)
+            best = min(candidates, key=self.groups_value)
             best, stage_bound, finished = self._stage(t, best)
             self.suffix[t] = max(stage_bound, self.floor[t])   # two bounds on opt_K(order[t:])
             # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again; a bound proven
@@ -205,7 +205,7 @@ class AssignmentTree:
                 return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
         return best, self.proven, True
 
-    def _value(self, groups) -> float:
+    def groups_value(self, groups) -> float:
         return math.fsum(self.costs.value(g) for g in groups)
 
     def _restricted(self, labels, t) -> list[int]:
@@ -219,7 +219,7 @@ class AssignmentTree:
         """``groups`` (a clustering of order[t + 1:]) with task order[t] where it costs least."""
         bit = 1 << self.order[t]
         options = [groups[:c] + [groups[c] | bit] + groups[c + 1:] for c in range(self.k)]
-        return min(options, key=self._value)
+        return min(options, key=self.groups_value)
 
     def _stage(self, t: int, incumbent: list[int]):
         """Depth first over assignments of order[t:], from ``incumbent``, on the engine: the best
@@ -230,7 +230,7 @@ class AssignmentTree:
         incumbent of the moment it is kept or taken."""
         stage = Stage(self, t)
         engine = Engine(stage, self.workers, depth_first=True, prune_gap=self.rel_gap)
-        engine.offer(self._value(incumbent), incumbent)
+        engine.offer(self.groups_value(incumbent), incumbent)
         # f({order[t]}) + opt_K(U_t+1), or the pigeonhole bound on opt_K(U_t)
         root = max(lowered_sum(self.singles[t] + self.suffix[t + 1], 2), self.floor[t])
         engine.push(root, (t, [0] * self.k, [0.0] * self.k, 0, root))
@@ -274,7 +274,7 @@ class Stage:
         tree.report(engine.upper if self.final else None, tree.proven, tree.nodes)
         depth, groups, _, opened, _ = node
         if depth == len(tree.order):
-            engine.offer(tree._value(groups), list(groups))
+            engine.offer(tree.groups_value(groups), list(groups))
             engine.close(bound)
             return [], []
         bit = 1 << tree.order[depth]

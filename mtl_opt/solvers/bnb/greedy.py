@@ -32,7 +32,7 @@ from ...rounding import gamma
 class GreedyBound(NodeBound):
     """Nodes bounded by the greedy dual: the dual point is the residuals r."""
 
-    def __init__(self, problem: SparseProblem, node_iterations: int, deadline: Deadline | None = None):
+    def __init__(self, problem: SparseProblem, node_iterations: int, deadline: Deadline):
         super().__init__(problem, node_iterations, deadline)
         self.ends = np.cumsum([0] + [len(y) for y in problem.ys], dtype=np.int64)   # task k's residuals: ends[k]:ends[k+1]
         self.abs_Xs = [np.abs(X) for X in problem.Xs]

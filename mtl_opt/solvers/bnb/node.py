@@ -59,9 +59,8 @@ class NodeBound:
     #: workers run beside them (``engine.workers.LocalWorkers``).
     releases_gil = True
 
-    def __init__(self, problem, node_iterations: int, deadline: Deadline | None = None):
-        self.problem, self.node_iterations = problem, node_iterations
-        self.deadline = deadline or Deadline()
+    def __init__(self, problem, node_iterations: int, deadline: Deadline):
+        self.problem, self.node_iterations, self.deadline = problem, node_iterations, deadline
         self._node_memo = (None, {})
 
     def work(self, job: tuple, upper: float, deadline: Deadline):

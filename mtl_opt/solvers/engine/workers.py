@@ -73,8 +73,8 @@ class Serial:
 
     size, jobs = 1, 0
 
-    def __init__(self, deadline: Deadline | None = None):
-        self.deadline = deadline or Deadline()
+    def __init__(self, deadline: Deadline):
+        self.deadline = deadline
 
     def map(self, bounder, jobs: list, upper: float) -> list:
         return [bounder.work(job, upper, self.deadline) for job in jobs]
@@ -102,9 +102,10 @@ def _dask_client():
     return getattr(backend, "client", None) if type(backend).__name__ == "DaskDistributedBackend" else None
 
 
-def _work(bounder, job, upper: float, remaining: float):
-    """On a worker: bound ``job`` against ``upper`` with the time left when it was sent."""
-    return bounder.work(job, upper, Deadline(remaining))
+def _work(bounder, job, upper: float, deadline: Deadline):
+    """On a worker: bound ``job`` against ``upper`` (``deadline`` arrives as the time left when
+    the job was sent: ``Deadline.__reduce__``)."""
+    return bounder.work(job, upper, deadline)
 
 
 class LocalWorkers(Serial):
@@ -227,15 +228,15 @@ class LocalWorkers(Serial):
         held = None if (key, executor) in self.sent else bounder
         self.sent.add((key, executor))
         self.jobs += 1
-        return executor.submit(_work_held, key, held, job, upper, self.deadline.remaining())
+        return executor.submit(_work_held, key, held, job, upper, self.deadline)
 
 
-def _work_held(key, bounder, job, upper: float, remaining: float):
+def _work_held(key, bounder, job, upper: float, deadline: Deadline):
     """In a local worker: ``_work`` on the held bounder ``key`` (``bounder`` replaces it when sent;
     a KeyError, a restarted worker, makes the parent bound the job itself)."""
     if bounder is not None:
         _held[key] = bounder
-    return _work(_held[key], job, upper, remaining)
+    return _work(_held[key], job, upper, deadline)
 
 
 def _started() -> None:
@@ -296,9 +297,8 @@ class DaskWorkers(Serial):
 
     def _sent(self, bounder, jobs: list, upper: float) -> list:
         """The cluster's futures of ``jobs``, the bounder scattered first if it is new."""
-        remaining = self.deadline.remaining()
         futures = self.client.map(_work, [self._held(bounder)] * len(jobs), jobs, upper=upper,
-                                  remaining=remaining, pure=False)
+                                  deadline=self.deadline, pure=False)
         self.jobs += len(futures)
         return futures
 
