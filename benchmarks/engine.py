@@ -83,9 +83,9 @@ def run(name, problem_or_k, limit, threads):
         return result.native["nodes"], time.perf_counter() - start, result.rel_gap, result.status == "optimal"
     B = fit_bcd(problem_or_k, deadline=Deadline()).coef
     start = time.perf_counter()
-    run = solve_bnb(problem_or_k, SolveOptions(time_limit=limit, threads=threads), B, deadline=Deadline(limit))
-    gap = (run.objective - run.lower_bound) / run.objective
-    return run.native["nodes"], time.perf_counter() - start, gap, run.stop == "converged"
+    tree = solve_bnb(problem_or_k, SolveOptions(time_limit=limit, threads=threads), B, deadline=Deadline(limit))
+    gap = (tree.objective - tree.lower_bound) / tree.objective
+    return tree.native["nodes"], time.perf_counter() - start, gap, tree.stop == "converged"
 
 
 def cell(nodes, seconds, gap, certified):
@@ -99,7 +99,7 @@ def ratio(one, other):
     return (other[0] / other[1]) / (one[0] / one[1])
 
 
-def speedup(instances, limit, client):
+def speedup(instances, limit):
     import joblib
 
     print(f"\n## 1. Speedup of 2 workers over 1 ({limit:g} s each)\n")
@@ -242,7 +242,7 @@ def main(argv=None):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
         if "speedup" in args.sections:
-            speedup(instances, limit, client)
+            speedup(instances, limit)
         cost = overhead(client, instances) if "overhead" in args.sections else 0.005
     if "replay" in args.sections:
         replay(instances, limit, cost)

@@ -190,7 +190,7 @@ def test_a_cell_sent_to_a_cluster_carries_its_files_and_needs_no_shared_path(tmp
     cells, _ = runner.plan([str(here / "tiny_sparse_l0l2.toml")], resolve(["bcd", "oa-highs"]), time_limit=30,
                            repeats=1)
     direct = [runner.run_cell(c) for c in cells]
-    sent = [runner.shipped(c) for c in cells]
+    sent = runner.shipped(cells)
     shutil.rmtree(here)
     remote = [runner.run_cell(c) for c in sent]
     assert all(row["status"] in ("optimal", "heuristic") for row in remote), remote

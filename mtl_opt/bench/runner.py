@@ -179,12 +179,15 @@ class CellProcesses:
 CELLS = CellProcesses()
 
 
-def shipped(cell: Cell) -> Cell:
-    """``cell`` with its instance's files inside (instance file, data file, the data file's
-    suffix), so that a worker on another machine needs no shared filesystem."""
-    instance = load_instance(cell.path)
-    return replace(cell, files=(instance.path.read_bytes(), instance.data_path.read_bytes(),
-                                instance.data_path.suffix))
+def shipped(cells: list[Cell]) -> list[Cell]:
+    """The cells with their instance's files inside (instance file, data file, the data file's
+    suffix; each instance read once), so that a worker on another machine needs no shared
+    filesystem."""
+    files = {}
+    for path in dict.fromkeys(cell.path for cell in cells):
+        instance = load_instance(path)
+        files[path] = (instance.path.read_bytes(), instance.data_path.read_bytes(), instance.data_path.suffix)
+    return [replace(cell, files=files[cell.path]) for cell in cells]
 
 
 def run_cell(cell: Cell) -> dict | None:
@@ -326,7 +329,7 @@ def execute(cells: list[Cell], *, jobs: int = 1, scheduler: str | None = None):
             f"cannot reach the Dask scheduler at {scheduler!r} ({exc}); check the address "
             f"printed by 'dask scheduler'.") from None
     with client:   # the instances travel with the cells, the rows come back through the futures
-        for future in as_completed(client.map(run_cell, [shipped(cell) for cell in cells], pure=False)):
+        for future in as_completed(client.map(run_cell, shipped(cells), pure=False)):
             yield future.result()
 
 

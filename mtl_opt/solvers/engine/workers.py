@@ -102,6 +102,13 @@ def _dask_client():
     return getattr(backend, "client", None) if type(backend).__name__ == "DaskDistributedBackend" else None
 
 
+def _waiting(deadline: Deadline):
+    """Whether to go on waiting for remote jobs: no stop asked (``interrupts``) and not later than
+    ``LATE`` seconds past ``deadline`` (a function of no argument, for a polling loop)."""
+    give_up = time.perf_counter() + max(deadline.remaining(), 0.0) + LATE
+    return lambda: not interrupts.requested() and time.perf_counter() <= give_up
+
+
 def _work(bounder, job, upper: float, deadline: Deadline):
     """On a worker: bound ``job`` against ``upper`` (``deadline`` arrives as the time left when
     the job was sent: ``Deadline.__reduce__``)."""
@@ -170,10 +177,10 @@ class LocalWorkers(Serial):
         """The result of a worker's ``future``; None (and this process alone from now on) if it
         fails, is late, or a stop is asked (``interrupts``)."""
         try:
-            late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + LATE
+            waiting = _waiting(self.deadline)
             while not concurrent.futures.wait([future], timeout=0.05).done:
-                if interrupts.requested() or time.perf_counter() > late:
-                    raise TimeoutError   # a stop asked: the worker's job is dropped
+                if not waiting():
+                    raise TimeoutError   # late, or a stop asked: the worker's job is dropped
             return future.result()
         except Exception:
             self._here_only()
@@ -220,7 +227,6 @@ class LocalWorkers(Serial):
                 self._here_only()
                 return
             results[i] = self._waited(future)
-
 
     def _submit(self, executor, bounder, job, upper: float):
         """``job`` sent to ``executor``'s worker, with ``bounder`` the first time."""
@@ -307,10 +313,9 @@ class DaskWorkers(Serial):
         the others are cancelled on the cluster (a failed or lost one never comes back)."""
         from distributed import wait
 
-        late = time.perf_counter() + max(self.deadline.remaining(), 0.0) + LATE
-        pending = futures
+        waiting, pending = _waiting(self.deadline), futures
         try:
-            while pending and not interrupts.requested() and time.perf_counter() <= late:
+            while pending and waiting():
                 with contextlib.suppress(TimeoutError, asyncio.TimeoutError):   # one poll's time
                     wait(pending, timeout=0.05)
                 pending = [future for future in pending if not future.done()]
@@ -323,7 +328,8 @@ class DaskWorkers(Serial):
             return {}
 
     def _held(self, bounder):
-        """``bounder`` on every worker (scattered once per fit), as a future its jobs refer to."""
+        """``bounder`` on every worker (scattered once per fit), as a future its jobs refer to (the
+        bounder is kept beside it, so its id stays its own for the fit)."""
         key = id(bounder)
         if key not in self.scattered:
             self.scattered[key] = (bounder, self.client.scatter(bounder, broadcast=True, hash=False))
