@@ -86,13 +86,13 @@ def exit_on_signal(code: int) -> None:
 
 def _handler(signum, frame):
     if _state.final_code is not None:
-        os._exit(_state.final_code)
+        _exit_now(_state.final_code)
     if _state.signum is not None:          # the second signal: not soft
         if _state.hard_exit:
             kill_children()
             sys.stderr.write("mtl-opt: interrupted again: stopped at once\n")
             sys.stderr.flush()
-            os._exit(EXIT_CODES.get(signum, 130))
+            _exit_now(EXIT_CODES.get(signum, 130))
         raise KeyboardInterrupt
     if _state.depth > 0:
         _state.signum = signum
@@ -163,6 +163,20 @@ def kill_children() -> None:
         with contextlib.suppress(psutil.Error):
             if not any("resource_tracker" in part for part in child.cmdline()):
                 child.kill()
+
+
+def _exit_now(code: int) -> None:
+    """Exit at once with ``code``, after unlinking the named semaphores this process created
+    (a loky executor's queues hold seven): an exit skips the finalizers that would, and the
+    resource tracker, finding them at its end, would warn about them on the terminal after our
+    one line.  Only those finalizers run (``multiprocessing.util``'s registry, where loky and the
+    standard library register them): unlinking a name never blocks, the others could."""
+    from multiprocessing import util
+    for finalizer in list(getattr(util, "_finalizer_registry", {}).values()):
+        if getattr(getattr(finalizer, "_callback", None), "__qualname__", "") == "SemLock._cleanup":
+            with contextlib.suppress(Exception):
+                finalizer()
+    os._exit(code)
 
 
 def worker_init() -> None:

@@ -199,6 +199,30 @@ def test_ctrl_c_stops_a_cross_validation_and_its_workers(folder, tmp_path):
     assert took < 20 and not alive, (took, alive)
 
 
+def test_a_second_signal_beside_live_workers_prints_one_line_and_leaks_no_semaphore(tmp_path):
+    """The hard exit while a loky executor holds its queues' named semaphores (as the trees' workers
+    do once they start): they are unlinked before the exit, so the resource tracker finds none to
+    warn about after our one line (CI caught that warning when the second Ctrl-C came during a
+    worker's start), and none is left in /dev/shm."""
+    script = tmp_path / "hard.py"
+    script.write_text(textwrap.dedent("""
+        import os, time
+        from joblib.externals.loky import ProcessPoolExecutor
+        from mtl_opt import interrupts
+        with interrupts.cli_signals(), interrupts.stoppable():
+            executor = ProcessPoolExecutor(max_workers=1, initializer=interrupts.worker_init)
+            executor.submit(time.sleep, 0.01).result()
+            print("mtl-opt", os.getpid(), flush=True)
+            time.sleep(60)
+    """))
+    rc, out, err, took, alive = interrupted([sys.executable, script], tmp_path,
+                                            [(signal.SIGINT, 0), (signal.SIGINT, 0.3)], after=0.2)
+    assert rc == 130 and err.strip() == "mtl-opt: interrupted again: stopped at once", (rc, err)
+    assert took < 20 and not alive, (took, alive)
+    pid = out.split()[1]
+    shm = Path("/dev/shm")   # where Linux keeps named semaphores (sem.loky-PID-...)
+    assert not list(shm.glob(f"*loky-{pid}-*")) if shm.is_dir() else True
+
 @pytest.fixture
 def python_sigint():
     """Python's own SIGINT handler in this (test worker) process, as in a user's script."""
