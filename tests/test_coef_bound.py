@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear
 
+from constrained_reference import constrained_optimum
+
 from mtl_opt import InvalidParameterError, SolveOptions, SparseMTL
+from mtl_opt.data import MultiTaskData
+from mtl_opt.deadline import Deadline
+from mtl_opt.solvers.bnb.kernels import FREE, IN, OUT
+from mtl_opt.solvers.bnb.node import NODE_ITERATIONS
+from mtl_opt.solvers.bnb.search import family
+from mtl_opt.solvers.bnb.tree import filled
 
 
 def _data(seed, n=20, p=5):
@@ -83,8 +91,86 @@ def test_a_bad_box_is_our_error(bound, match):
         SparseMTL(s=2, coef_bound=bound).fit(X, y, task=task)
 
 
-@pytest.mark.parametrize("algorithm", ["bnb", "oa_multi_tree"])
-def test_paths_without_a_box_refuse_it_and_name_the_miqp(algorithm):
+def test_outer_approximation_refuses_a_box_and_names_the_miqp():
     X, y, task = _data(7)
     with pytest.raises(InvalidParameterError, match="coef_bound included.*algorithm='miqp'"):
-        SparseMTL(s=2, lambda_ridge=0.05, coef_bound=1.0, algorithm=algorithm).fit(X, y, task=task)
+        SparseMTL(s=2, lambda_ridge=0.05, coef_bound=1.0, algorithm="oa_multi_tree").fit(X, y, task=task)
+
+
+def _tiny(shift=0.0, factor=1.0):
+    """K = 2, p = 6 (task 0 with n = 10 > p, task 1 with n = 4 < p); true coefficients up to 1.2."""
+    rng = np.random.default_rng(11)
+    truth = [np.array([1.2, -1.0, 0, 0, 0, 0]), np.array([1.2, 0, 0.9, 0, 0, 0])]
+    Xs = [rng.normal(size=(n, 6)) for n in (10, 4)]
+    return MultiTaskData(Xs, [factor * (X @ b + 0.3 * rng.normal(size=len(X))) + shift for X, b in zip(Xs, truth)])
+
+
+VARIANTS = {"l0l2": {}, "cs_l2": {}, "zbar_l2": {"lambda_zbar": 0.05}}
+
+
+def _boxed(variant, M, **params):
+    return SparseMTL(variant=variant, s=2, lambda_ridge=0.1, coef_bound=M, **VARIANTS[variant], **params)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("shift, factor", [(0.0, 1.0), (0.0, 1e-6), (1e9, 1.0)])
+def test_bnb_certifies_the_box_against_enumeration_at_any_scale(variant, shift, factor):
+    """bnb's certificate of the boxed problem (the big-M strengthened perspective in its node bounds)
+    against the enumerated optimum in the box (``constrained_reference``: every support, BVLS), at
+    y, y * 1e-6 (the box scaled with it) and y + 1e9."""
+    data, M = _tiny(shift, factor), 0.4 * factor
+    est = _boxed(variant, M, algorithm="bnb", solve_options=SolveOptions(time_limit=60, rel_gap=1e-6))
+    result = est.fit(data).result_
+    problem, scaler, _ = est._problem(data)
+    box = [{"kind": "bounds", "lower": -M, "upper": M}]
+    optimum, _ = constrained_optimum(problem, box, scaler.x_scale)
+    assert result.status == "optimal" and result.algorithm == "bnb"
+    assert result.lower_bound <= optimum * (1 + 1e-9)
+    assert optimum * (1 - 1e-9) <= result.objective <= optimum * (1 + 1e-5)
+    assert np.all(np.abs(result.coef) <= M * (1 + 1e-12))
+    assert "certified for |b_j| <= " in result.objective_name
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("factor", [1.0, 1e-6])
+def test_every_node_bound_in_a_box_is_below_the_nodes_enumerated_optimum(variant, factor):
+    """Weak duality, node by node: at random nodes (entries fixed in and out) and random dual
+    points, the safe dual, the climbed bound and both children's bounds stay below the node's (or
+    the child's) enumerated optimum in the box; and at one point the box never lowers the dual,
+    and its climbed root bound is above the box-free one where the box binds (truth 1.2 > M)."""
+    data, M = _tiny(0.0, factor), 0.4 * factor
+    problem, scaler, _ = _boxed(variant, M)._problem(data)
+    free_problem, _, _ = _boxed(variant, None)._problem(data)
+    bounder, free_bounder = (family(p)(p, NODE_ITERATIONS, Deadline(None)) for p in (problem, free_problem))
+    box = [{"kind": "bounds", "lower": -M, "upper": M}]
+
+    def optimum(fixed):
+        rows = range(1) if problem.common_support else range(problem.n_tasks)
+        node = [{"kind": kind, "tasks": None if problem.common_support else [k], "features": [int(j)]}
+                for k in rows for kind, state in (("include", IN), ("exclude", OUT))
+                for j in np.flatnonzero(fixed[k] == state)]
+        return constrained_optimum(problem, box + node, scaler.x_scale)[0]
+
+    rng = np.random.default_rng(0)
+    root = np.full((problem.n_tasks, problem.n_features), FREE, dtype=np.int8)
+    start = bounder.start()
+    assert free_bounder.bound(root, start)[0] < bounder.bound(root, start)[0] <= optimum(root) * (1 + 1e-12)
+    residuals = sum(len(y) for y in problem.ys)   # the point's residuals, then (Zbar) the prices
+    for _ in range(6):
+        fixed = root.copy()
+        for k, j in zip(rng.integers(0, problem.n_tasks, 2), rng.choice(problem.n_features, 2, replace=False)):
+            fixed[(slice(None), j) if problem.common_support else (k, j)] = rng.choice([IN, OUT])
+        fixed = filled(fixed, problem.s)   # as the tree keeps nodes: a full row's free entries out
+        point = start.copy()
+        point[:residuals] += rng.normal(scale=0.3 * factor, size=residuals)
+        point[residuals:] *= rng.uniform(0.5, 1.5, size=len(point) - residuals)
+        node_optimum = optimum(fixed)
+        assert free_bounder.safe_dual(fixed, point) <= bounder.safe_dual(fixed, point) <= node_optimum * (1 + 1e-12)
+        assert bounder.bound(fixed, point)[0] <= node_optimum * (1 + 1e-12)
+        bound_in, bound_out = bounder.child_bounds(fixed, point)
+        for (k, j) in np.argwhere(fixed == FREE)[:4]:
+            for child_bound, state in ((bound_in, IN), (bound_out, OUT)):
+                child = fixed.copy()
+                child[(slice(None), j) if problem.common_support else (k, j)] = state
+                if filled(child.copy(), problem.s) is not None:
+                    assert child_bound[k, j] <= optimum(child) * (1 + 1e-12)

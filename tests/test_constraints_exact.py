@@ -32,7 +32,8 @@ KINDS = {"include": {"features": [4]}, "exclude": {"features": [0]},
          "bounds": {"features": [0], "lower": -0.5, "upper": 0.5},
          "shared_support": {"tasks": [0, 1]}}
 #: (path, backend, kind, variant): every kind on every path that accepts it, every variant that
-#: applies on every path (bnb: include and exclude; outer approximation: no signs, bounds).
+#: applies on every path (bnb: no counts, shared supports, nor a box with a Bbar term; outer
+#: approximation: no signs, bounds).
 CASES = [
     ("oa_multi_tree", "highs", "include", "zbar_l2"), ("oa_multi_tree", "highs", "exclude", "bbar"),
     ("oa_multi_tree", "highs", "at_most", "l0l2"), ("oa_multi_tree", "highs", "at_least", "cs_l2"),
@@ -48,6 +49,8 @@ CASES = [
     ("bnb", None, "include", "l0l2"), ("bnb", None, "include", "cs_l2"),
     ("bnb", None, "include", "zbar_l2"), ("bnb", None, "exclude", "l0l2"),
     ("bnb", None, "include", "bbar"), ("bnb", None, "exclude", "zbar_bbar"),
+    ("bnb", None, "nonnegative", "l0l2"), ("bnb", None, "nonpositive", "zbar_l2"),
+    ("bnb", None, "bounds", "cs_l2"), ("bnb", None, "bounds", "zbar_l2"),
 ]
 
 
@@ -121,12 +124,12 @@ def test_each_constraint_binds():
         assert reference("l0l2", [{"kind": kind, **keys}], data)[0] > free * (1 + 1e-6), kind
 
 
-@pytest.mark.parametrize("algorithm, kind, names", [
-    ("oa_multi_tree", "nonnegative", "'miqp'"), ("oa_single_tree", "bounds", "'miqp'"),
-    ("bnb", "bounds", "'miqp'"), ("bnb", "at_most", "'oa_multi_tree'"),
-    ("bnb", "shared_support", "'oa_multi_tree'")])
-def test_refusals_name_a_path_that_works(algorithm, kind, names):
-    est = estimator("l0l2", [{"kind": kind, **KINDS[kind]}], algorithm,
+@pytest.mark.parametrize("algorithm, kind, variant, names", [
+    ("oa_multi_tree", "nonnegative", "l0l2", "'miqp'"), ("oa_single_tree", "bounds", "l0l2", "'miqp'"),
+    ("bnb", "bounds", "bbar", "'miqp'"), ("bnb", "nonnegative", "zbar_bbar", "'miqp'"),
+    ("bnb", "at_most", "l0l2", "'oa_multi_tree'"), ("bnb", "shared_support", "l0l2", "'oa_multi_tree'")])
+def test_refusals_name_a_path_that_works(algorithm, kind, variant, names):
+    est = estimator(variant, [{"kind": kind, **KINDS[kind]}], algorithm,
                     "scip" if algorithm.startswith("oa") else None)
     with pytest.raises(InvalidParameterError, match=f"algorithm={names}"):
         est.check(tiny_data())
@@ -144,20 +147,22 @@ def test_infeasible_constraints_are_refused_before_any_path_runs(algorithm, back
         estimator("l0l2", [{"kind": kind, **keys}], algorithm, backend).check(tiny_data())
 
 
-@pytest.mark.parametrize("shift, factor", [(0.0, 1e-6), (1e9, 1.0)])
-def test_bounds_on_the_miqp_at_any_scale(shift, factor):
-    """Bounds on the original scale scale with y; the certificate holds at y * 1e-6 and y + 1e9."""
+@pytest.mark.parametrize("algorithm, backend", [("miqp", "scip"), ("bnb", None)])
+@pytest.mark.parametrize("shift, factor", [(0.0, 1.0), (0.0, 1e-6), (1e9, 1.0)])
+def test_bounds_on_the_exact_paths_at_any_scale(shift, factor, algorithm, backend):
+    """Bounds on the original scale scale with y; the certificate holds at y, y * 1e-6 and y + 1e9."""
     data = tiny_data(shift, factor)
     keys = {"features": [0, 1], "lower": -0.5 * factor, "upper": 0.5 * factor}
     constraints = [{"kind": "bounds", **keys}]
     optimum, _, _ = reference("l0l2", constraints, data)
-    est = estimator("l0l2", constraints, "miqp", "scip").fit(data)
+    est = estimator("l0l2", constraints, algorithm, backend).fit(data)
     assert_certified(est.result_, optimum)
     assert satisfied("bounds", {"features": [0, 1], "lower": -0.5, "upper": 0.5}, est.result_.coef, factor)
 
 
 @pytest.mark.parametrize("algorithm, backend, kind", [
-    ("oa_multi_tree", "highs", "include"), ("miqp", "scip", "bounds"), ("bnb", None, "include")])
+    ("oa_multi_tree", "highs", "include"), ("miqp", "scip", "bounds"), ("bnb", None, "include"),
+    ("bnb", None, "bounds")])
 def test_infeasible_incumbent_is_no_upper_bound(algorithm, backend, kind):
     """An incumbent that breaks the constraints (the unconstrained optimum, below the constrained
     one) is neither the answer nor the upper bound; a feasible one (the optimum) stays optimal."""

@@ -99,8 +99,9 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         A box the user knows, ``|coefficient_j| <= coef_bound`` (scalar: every feature; else one
         positive bound per feature), on the original scale of the features, for every task: part
         of the problem fitted and certified (``result_.objective_name`` says "certified for
-        |b_j| <= M").  The same as a ``bounds`` constraint on every feature; bcd keeps to it and
-        the MIQP certifies it (bnb and outer approximation refuse a box, naming the MIQP).
+        |b_j| <= M").  The same as a ``bounds`` constraint on every feature; bcd keeps to it, bnb
+        (in its node bounds too) and the MIQP certify it; outer approximation refuses it, and bnb
+        with a Bbar term, naming the MIQP.
     seed : int or None
         Deprecated, no effect (a DeprecationWarning when set): bcd and bnb are deterministic,
         and the seed of oa's and miqp's MILP solver is ``solve_options.seed``.

@@ -271,7 +271,9 @@ class SparseProblem:
         is (lambda_ridge + mu_k) / z_jk - mu_k (mu = ``curvature``): the
         minimizer of the strengthened perspective relaxation at a fractional z
         (where outer approximation takes its root cuts); it is lambda_ridge at z = 1.
-        Excluded pairs in ``support`` stay exactly 0 (``coupled_system`` pins them).
+        Excluded pairs in ``support`` stay exactly 0 (``coupled_system`` pins them).  Under signs
+        or bounds on the coefficients (``side``, ``coef_bound``) and without ``z``, the minimizer
+        in the box (``_refit_in_box``).
 
         The selected coefficients solve one system, ``coupled_system``: block
         diagonal (one ridge regression per task) without Bbar, coupled across
@@ -284,10 +286,40 @@ class SparseProblem:
             kappa = (self.lambda_ridge + self.curvature)[:, None]
             ridge = kappa / np.where(support, z, 1.0) - self.curvature[:, None]
         B = np.zeros(support.shape)
+        if z is None and self.side.bounded:
+            B[support] = self._refit_in_box(support)
+            return B
         H, rhs = self.coupled_system(support, ridge)
         B[support] = _solve_spd(H, rhs) if rhs.size else rhs
         B[self.excluded] = 0.0   # pinned; exact even where a singular H took least squares
         return B
+
+    def _refit_in_box(self, support: np.ndarray) -> np.ndarray:
+        """``B[support]`` minimizing F's continuous part with every coefficient in its box.
+
+        A convex quadratic 0.5 b^T H b - r^T b (``coupled_system``) over a box: with H = V W V^T it is
+        0.5 ||W^1/2 V^T b - W^-1/2 V^T r||^2 + const, a bounded least squares that BVLS (an active-set
+        method) solves exactly; coefficients fixed by their box (lower = upper, an excluded pair at 0)
+        are substituted first, and the answer is clipped so the box holds with no tolerance.
+        """
+        from scipy.optimize import lsq_linear   # only under a box: scipy.optimize is slow to import
+        H, r = self.coupled_system(support)
+        pinned = self.excluded[support]
+        lower = np.where(pinned, 0.0, self.side.lower[support])
+        upper = np.where(pinned, 0.0, self.side.upper[support])
+        b = np.where(lower == upper, lower, 0.0)
+        free = lower < upper
+        rhs = r[free] - H[np.ix_(free, ~free)] @ b[~free]
+        H_free = H[np.ix_(free, free)]
+        x = _solve_spd(H_free, rhs) if rhs.size else rhs
+        if np.any((x < lower[free]) | (x > upper[free])):
+            w, V = np.linalg.eigh(H_free)
+            keep = w > 1e-12 * max(w[-1], 0.0)
+            root = np.sqrt(w[keep])
+            x = lsq_linear(root[:, None] * V[:, keep].T, V[:, keep].T @ rhs / root,
+                           bounds=(lower[free], upper[free]), method="bvls", tol=1e-14).x
+        b[free] = np.clip(x, lower[free], upper[free])
+        return b
 
     def coupled_system(self, support: np.ndarray, ridge: np.ndarray | None = None):
         """(H, r) of F's continuous part over the selected coefficients, ordered as ``B[support]``.

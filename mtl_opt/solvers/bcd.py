@@ -25,7 +25,7 @@ The heuristic for the sparse multi-task objective F of
 Side constraints (``problem.side``, ``mtl_opt.formulations.constraints``) keep every iterate
 feasible: each selection of supports (IHT step, warm-start projection) is
 ``SideConstraints.best_support`` on the pairs' gains, each coordinate is clipped to its box, each
-refit on a fixed support is the box-constrained quadratic (``_box_refit``), and swaps that would
+refit on a fixed support is the box-constrained quadratic (``SparseProblem.refit``), and swaps that would
 break an include, a count or a shared support are never scored.  A pair the chosen support holds
 whose best value is exactly 0 (a sign bound) keeps the value ``NUDGE`` of an allowed sign, so the
 support read from B (``SideConstraints.support``) is the one chosen: F moves by ~1e-300.
@@ -39,9 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg.lapack
-from scipy.optimize import lsq_linear
 
-from ..formulations.sparse import SparseProblem, _solve_spd
+from ..formulations.sparse import SparseProblem
 from ..deadline import Deadline
 from ..resources import one_blas_thread
 
@@ -426,43 +425,10 @@ def _needed_columns(problem):
 
 
 def _fit_on(problem, support):
-    """``SparseProblem.refit`` on ``support``; under side constraints inside the boxes
-    (``_box_refit``) and with the support kept (``_nudged``)."""
+    """``SparseProblem.refit`` on ``support`` (in the boxes, if any), with the support kept
+    (``_nudged``) under side constraints."""
     B = problem.refit(support)
-    if not problem.side.active:
-        return B
-    if problem.side.violation(B) > 0:
-        B = _box_refit(problem, support)
-    return _nudged(problem, B, support)
-
-
-def _box_refit(problem, support):
-    """The minimizer of F's continuous part on ``support`` with every coefficient in its box.
-
-    A convex quadratic 0.5 b^T H b - r^T b (``coupled_system``) over a box: with H = V W V^T it is
-    0.5 ||W^1/2 V^T b - W^-1/2 V^T r||^2 + const, a bounded least squares that BVLS (an active-set
-    method) solves exactly; coefficients fixed by their box (lower = upper) are substituted first,
-    and the answer is clipped so the box holds with no tolerance.
-    """
-    H, r = problem.coupled_system(support)
-    pinned = problem.excluded[support]
-    lower = np.where(pinned, 0.0, problem.side.lower[support])
-    upper = np.where(pinned, 0.0, problem.side.upper[support])
-    b = np.where(lower == upper, lower, 0.0)
-    free = lower < upper
-    rhs = r[free] - H[np.ix_(free, ~free)] @ b[~free]
-    H_free = H[np.ix_(free, free)]
-    x = _solve_spd(H_free, rhs) if rhs.size else rhs
-    if np.any((x < lower[free]) | (x > upper[free])):
-        w, V = np.linalg.eigh(H_free)
-        keep = w > 1e-12 * max(w[-1], 0.0)
-        root = np.sqrt(w[keep])
-        x = lsq_linear(root[:, None] * V[:, keep].T, V[:, keep].T @ rhs / root,
-                       bounds=(lower[free], upper[free]), method="bvls", tol=1e-14).x
-    b[free] = np.clip(x, lower[free], upper[free])
-    B = np.zeros(support.shape)
-    B[support] = b
-    return B
+    return _nudged(problem, B, support) if problem.side.active else B
 
 
 def _zbar_delta(problem, counts_from, counts_to):

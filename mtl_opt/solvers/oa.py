@@ -154,7 +154,7 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
         return B
     model = build_feasibility(problem)
     run = backend.solve(model, "milp", options, deadline=deadline)
-    if run.has_solution and problem.feasible(B := _clipped_refit(problem, master_support(model, incumbent.shape))):
+    if run.has_solution and problem.feasible(B := problem.refit(master_support(model, incumbent.shape))):
         return B
     if run.has_solution or run.status not in (Status.INFEASIBLE, Status.TIME_LIMIT):
         raise InvalidParameterError(
@@ -170,19 +170,14 @@ def feasible_point(problem: SparseProblem, incumbent: np.ndarray) -> np.ndarray 
     """A feasible point from the incumbent, without a solve, or None.
 
     Unconstrained: the refit of its support.  Under side constraints the incumbent may break
-    them: the better feasible one of ``_clipped_refit`` of its support with the included pairs
-    and the incumbent itself.
+    them: the better feasible one of the refit (in the boxes) of its support with the included
+    pairs, and the incumbent itself.
     """
     if not problem.side.active:
         return problem.refit(incumbent != 0)
-    feasible = [B for B in (_clipped_refit(problem, problem.side.support(incumbent)), incumbent)
+    feasible = [B for B in (problem.refit(problem.side.support(incumbent)), incumbent)
                 if problem.feasible(B)]
     return min(feasible, key=problem.objective, default=None)
-
-
-def _clipped_refit(problem: SparseProblem, support: np.ndarray) -> np.ndarray:
-    """The refit of ``support`` clipped to the side constraints' bounds (feasible there)."""
-    return np.clip(problem.refit(support), problem.side.lower, problem.side.upper)
 
 
 def exact_options(backend: Backend, options: SolveOptions) -> SolveOptions:

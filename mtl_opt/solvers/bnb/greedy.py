@@ -13,6 +13,16 @@ ones (per task, or per common column).  So D(r) at that z is a proven lower boun
 for *every* r (``node`` climbs it).  The same dual point bounds each free entry's two children
 by a swap in the greedy z (``child_penalties``).  Excluded pairs have v_jk = 0, so they weigh 0.
 
+A box on the coefficients (``coef_bound``, signs, bounds: l_jk <= beta_jk <= u_jk, 0 inside for a
+free pair) keeps z_jk linear: the perspective's conjugate over |beta| <= M z is z times the
+ridge term's conjugate in the box, so each weight becomes
+
+    w_jk = max over l <= c <= u of v c - lambda_ridge c^2 / 2 = (v^2 - d^2) / (2 lambda_ridge),
+
+d the distance from v to [lambda_ridge l, lambda_ridge u]: v^2 / (2 lambda_ridge) inside, linear
+outside (the big-M strengthened perspective of L0BnB), never more, so every bound is at least
+the box-free one (``kernels.boxed_weights``; an included pair's box may leave 0 out).
+
 ``GreedyBound`` also holds what every family's dual is made of (the stacked designs, the
 slopes v and the loss part, and their rounding-error bounds): ``zbar`` and ``sets`` extend it.
 """
@@ -39,6 +49,7 @@ class GreedyBound(NodeBound):
         self.X = np.ascontiguousarray(np.vstack(problem.Xs), dtype=float)   # ``kernels``' types
         self.y = np.ascontiguousarray(np.concatenate(problem.ys), dtype=float)
         self.slope_scale = problem.allowed / np.diff(self.ends)[:, None]
+        self.low, self.high = (np.ascontiguousarray(bound, dtype=float) for bound in (problem.side.lower, problem.side.upper))
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -50,8 +61,8 @@ class GreedyBound(NodeBound):
     def _evaluation(self, fixed: np.ndarray, mu: float) -> tuple:
         """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a
         ``kernels.SEARCH``)."""
-        return (self.X, self.y, self.ends, self.slope_scale, float(self.problem.lambda_ridge), float(mu),
-                self._states(fixed), int(self.problem.s))
+        return (self.X, self.y, self.ends, self.slope_scale, float(self.problem.lambda_ridge), self.low, self.high,
+                float(mu), self._states(fixed), int(self.problem.s))
 
     def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray):
         """Floats above the exact penalty part of -D(r) at each entry's "in" child, and "out" child.
@@ -83,8 +94,21 @@ class GreedyBound(NodeBound):
     def _safe_parts(self, r: np.ndarray):
         """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
         base, error, v, slack = self._safe_slopes(r)
-        upper_weights = (np.abs(v) + slack) ** 2 / (2 * self.problem.lambda_ridge)
-        return base, error, upper_weights * (1 + gamma(4)) * self.problem.allowed
+        widened = slack + gamma(3) * (np.abs(v) + slack)   # the rounding of v +- slack, covered
+        upper_weights = np.maximum(self._upper_weight(v + widened), self._upper_weight(v - widened))
+        return base, error, upper_weights * self.problem.allowed
+
+    def _upper_weight(self, t: np.ndarray) -> np.ndarray:
+        """Floats above the exact weight (t^2 - d^2) / (2 lambda_ridge) at slopes t (module
+        docstring; convex in t, so the larger of its values at a slope's two error ends is above
+        it at the exact slope): t^2 rounded up, d rounded down (``gamma`` terms; d is 0 where
+        there is no box), the rest rounded up."""
+        lam, low, high = self.problem.lambda_ridge, self.low, self.high
+        below = lam * low - t - gamma(3) * (lam * np.abs(low) + np.abs(t))   # -inf where no box
+        above = t - lam * high - gamma(3) * (np.abs(t) + lam * np.abs(high))
+        distance = np.maximum(np.maximum(below, above), 0.0)
+        weight = (t * t * (1 + gamma(3)) - distance * distance * (1 - gamma(3))) / (2 * lam)
+        return weight + np.abs(weight) * gamma(3)   # below 0 only where an included pair's box leaves 0 out
 
     def _safe_slopes(self, r: np.ndarray):
         """(base, its error bound, the slopes v (K, p), a bound on each slope's error) at r."""
@@ -104,9 +128,12 @@ class GreedyBound(NodeBound):
         return upper_weights[self._greedy(fixed, upper_weights)].sum() * (1 + gamma(upper_weights.size))
 
     def weights(self, r: np.ndarray) -> np.ndarray:
-        """(K, p) v_jk^2 / (2 lambda_ridge), the slope of -D in z_jk."""
-        v = self._slopes(r)
-        return v**2 / (2 * self.problem.lambda_ridge)
+        """(K, p) w_jk, the slope of -D in z_jk (v_jk^2 / (2 lambda_ridge) without a box)."""
+        return self._boxed(self._slopes(r))[0]
+
+    def _boxed(self, v: np.ndarray):
+        """(weights, their slopes in v) at the slopes v (``kernels.boxed_weights``)."""
+        return kernels.boxed_weights(np.ascontiguousarray(v), self.low, self.high, float(self.problem.lambda_ridge))
 
     def _states(self, fixed: np.ndarray) -> np.ndarray:
         """The kernels' node states: one row per budget (a common support's columns once)."""

@@ -100,19 +100,28 @@ def capped(scores, budget):
     return np.minimum(np.maximum(scores - t, 0.0), 1.0)
 
 
-@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, types.float64, types.int8[:, ::1],
-        types.int64, _VECTOR)], cache=True, fastmath=FASTMATH)
-def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
+@njit([(_MATRIX, _MATRIX, _MATRIX, types.float64)], cache=True, fastmath=FASTMATH)
+def boxed_weights(v, low, high, lam):
+    """(weights, their slopes in v): w = max over low <= c <= high of v c - lam c^2 / 2, the
+    conjugate of the ridge term in its box (v^2 / (2 lam) where the box is +-inf), and the
+    maximizer c = clip(v / lam, low, high), w's derivative in v."""
+    c = np.minimum(np.maximum(v / lam, low), high)
+    return v * c - lam / 2 * c * c, c
+
+
+@njit([(_MATRIX, _VECTOR, _INDEX, _VECTOR, _MATRIX, types.float64, _MATRIX, _MATRIX, types.float64,
+        types.int8[:, ::1], types.int64, _VECTOR)], cache=True, fastmath=FASTMATH)
+def search_dual(X, y, ends, point, slope_scale, lam, low, high, mu, states, s, gradient):
     """``GreedyBound.dual``: (D at the node, D smoothed by -(mu/2)||z_free||^2); writes the smoothed D's
     gradient into ``gradient``.
 
-    v = slope_scale * X'r, weights v^2 / (2 lam), summed over the tasks when ``states`` has one row
-    (a common support: a shared column takes every task's weight) and per task otherwise.  Each
-    budget row's fixed-in entries have z = 1; D takes the s - |in| heaviest free ones, the smoothed
-    D its free z = ``capped``(weight / mu, s - |in|).
+    v = slope_scale * X'r, weights ``boxed_weights`` (v^2 / (2 lam) without a box), summed over the
+    tasks when ``states`` has one row (a common support: a shared column takes every task's weight)
+    and per task otherwise.  Each budget row's fixed-in entries have z = 1; D takes the s - |in|
+    heaviest free ones, the smoothed D its free z = ``capped``(weight / mu, s - |in|).
     """
     v = products(X, ends, point) * slope_scale
-    weights = v * v / (2 * lam)
+    weights, slopes = boxed_weights(v, low, high, lam)
     if states.shape[0] == 1:
         weights = weights.sum(axis=0).reshape(1, -1)
     z = np.zeros(weights.shape)
@@ -129,7 +138,7 @@ def search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient):
             z[row, free] = chosen
             free_squares += (chosen * chosen).sum()
             heaviest += np.sort(free_weights)[max(free.shape[0] - budget, 0):].sum()
-    base = loss_part(X, y, ends, point, z * v / lam, gradient)
+    base = loss_part(X, y, ends, point, z * slopes, gradient)
     return base - heaviest, base - (z * weights).sum() + mu / 2 * free_squares
 
 
@@ -202,9 +211,10 @@ def _kept(point, value, best_point, best_value):
 
 
 #: The evaluations ``climb`` is compiled for: ``search_dual``'s arguments but the point and gradient,
-#: (X, y, ends, slope_scale, lam, mu, states, s), and ``set_dual``'s, (X, y, ends, slope_scale, price_unit,
+#: (X, y, ends, slope_scale, lam, low, high, mu, states, s), and ``set_dual``'s, (X, y, ends, slope_scale, price_unit,
 #: sets, set_cost, inverse, coupling, allowed_sets, mu, s, negligible).
-SEARCH = types.Tuple((_MATRIX, _VECTOR, _INDEX, _MATRIX, types.float64, types.float64, types.int8[:, ::1], types.int64))
+SEARCH = types.Tuple((_MATRIX, _VECTOR, _INDEX, _MATRIX, types.float64, _MATRIX, _MATRIX, types.float64,
+                      types.int8[:, ::1], types.int64))
 SETS = types.Tuple((_MATRIX, _VECTOR, _INDEX, _MATRIX, types.float64, _MATRIX, _VECTOR, types.float64, _VECTOR,
                     types.boolean[:, ::1], types.float64, types.int64, types.float64))
 
@@ -220,8 +230,8 @@ def _dual(evaluation, point, gradient):
 def _dual_of(evaluation, point, gradient):
     if len(evaluation) == len(SEARCH):
         def search(evaluation, point, gradient):
-            X, y, ends, slope_scale, lam, mu, states, s = evaluation
-            return search_dual(X, y, ends, point, slope_scale, lam, mu, states, s, gradient)
+            X, y, ends, slope_scale, lam, low, high, mu, states, s = evaluation
+            return search_dual(X, y, ends, point, slope_scale, lam, low, high, mu, states, s, gradient)
         return search
 
     def priced(evaluation, point, gradient):

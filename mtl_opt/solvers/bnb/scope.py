@@ -22,12 +22,12 @@ def refusal(problem: SparseProblem) -> str | None:
                 f"algorithm='oa_multi_tree', which models any K (or variant='cs_bbar': a shared "
                 f"support has two sets per column, and bnb takes any K).")
     side = problem.side
-    if side.bounded:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not signs or "
-                "bounds on the coefficients (coef_bound included); use algorithm='miqp', which "
-                "models them.")
+    if side.bounded and problem.lambda_bbar:
+        return ("algorithm='bnb' takes signs and bounds on the coefficients (coef_bound included) "
+                "but not with a Bbar term, whose node bounds couple a column's tasks; use "
+                "algorithm='miqp', which models them.")
     if side.counts or side.shared:
-        return ("algorithm='bnb' enforces include and exclude constraints only, not at_most, "
-                "at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), which "
-                "models them.")
+        return ("algorithm='bnb' enforces include and exclude constraints, signs and bounds, not "
+                "at_most, at_least or shared_support; use algorithm='oa_multi_tree' (or 'miqp'), "
+                "which models them.")
     return None

@@ -10,7 +10,8 @@ cores, or a Dask cluster under ``joblib.parallel_config(backend="dask")``).  The
 at ``rel_gap``, ``abs_gap`` or the time limit.
 
 Scope (``scope.refusal``): lambda_ridge > 0, every variant (with a Bbar term on per-task
-supports, K <= ``scope.MAX_BBAR_TASKS``).  The bound uses the penalties' curvature alone, not the
+supports, K <= ``scope.MAX_BBAR_TASKS``); includes, excludes, and boxes (``coef_bound``, signs,
+bounds) but with a Bbar term.  The bound uses the penalties' curvature alone, not the
 curvature outer approximation borrows when n_k > p; it is built for n_k <= p, where that
 curvature is 0 anyway.
 """
@@ -38,8 +39,10 @@ from .zbar import ZbarBound
 
 
 def family(problem: SparseProblem) -> type:
-    """The bound family of ``problem``'s trees (module docstring)."""
-    if problem.lambda_bbar or (problem.lambda_zbar and problem.n_tasks <= ENUMERATED_TASKS):
+    """The bound family of ``problem``'s trees (module docstring); the recursion, not the
+    enumeration, for a Zbar term in a box (only ``greedy``'s weights know the box)."""
+    few_tasks = problem.n_tasks <= ENUMERATED_TASKS and not problem.side.bounded
+    if problem.lambda_bbar or (problem.lambda_zbar and few_tasks):
         return SetBound
     return ZbarBound if problem.lambda_zbar else GreedyBound
 

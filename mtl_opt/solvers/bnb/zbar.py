@@ -8,7 +8,7 @@ the dual point's last K entries).  For feasible z, adding sum_k pi_k (sum_j z_jk
     F >= D(r, pi) = sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k - s sum_k pi_k
                     + sum_j min_S [sum_(k in S) (pi_k - w_jk) + (lambda_zbar/2) P(|S|)],
 
-w_jk = v_jk^2 / (2 lambda_ridge), S over the task sets the node allows for column j (its
+w_jk = v_jk^2 / (2 lambda_ridge) (in a box: ``greedy``'s), S over the task sets the node allows for column j (its
 fixed-in tasks, any of its free ones).  For each size the best S takes the cheapest free tasks,
 so the worst z is a sort per column; D is concave in (r, pi) jointly and a lower bound on the
 node at every point with pi >= 0.  L-BFGS-B (``lbfgsb``) climbs it over both, the prices kept
@@ -91,12 +91,12 @@ class ZbarBound(GreedyBound):
 
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
         """(D(r, pi), (D smoothed by a softmin at temperature mu, its gradient))."""
-        problem, lam = self.problem, self.problem.lambda_ridge
-        v, prices = self._slopes(point), self.prices(point)
-        cost = prices[:, None] - v**2 / (2 * lam)
+        problem, prices = self.problem, self.prices(point)
+        weights, slopes = self._boxed(self._slopes(point))
+        cost = prices[:, None] - weights
         minima = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
-        base, gradient = self._loss_part(point, z * v / lam)
+        base, gradient = self._loss_part(point, z * slopes)
         gradient[self.n_residuals:] = (z.sum(axis=1) - problem.s) * self.price_unit
         budget = problem.s * prices.sum()
         return base - budget + minima.sum(), (base - budget + softminima.sum(), gradient)
