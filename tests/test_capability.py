@@ -87,7 +87,8 @@ def sparse_refused(algorithm, backend, case, variant):
     if algorithm == "bcd":
         return backend is not None
     if algorithm == "bnb":
-        return (backend is not None or flat or case in ("signs", "at_most")
+        return (backend is not None or flat or case == "at_most"
+                or (case == "signs" and variant in ("bbar", "zbar_bbar"))
                 or (case == "Bbar, K = 9" and variant == "bbar"))
     runs_on = {"oa_multi_tree": ("highs", "scip", "gurobi"), "oa_single_tree": ("scip",),
                "miqp": ("scip",)}[algorithm]

@@ -119,12 +119,15 @@ def test_a_stop_ends_the_fit_on_the_cluster_and_leaves_it_usable(client):
     problem, start = problem_and_start("zbar_l2", K=5, p=8, n=5)
     serial = bnb(problem, start, threads=1)   # 3494 nodes: seconds on the cluster
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))   # a real Ctrl-C
+    # Python's own handler, as in a user's script, whatever an earlier test in this worker left
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with interrupts.stoppable(), joblib.parallel_config(backend="dask"):
             timer.start()
             run = bnb(problem, start)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, saved)
     assert run.stop == "time_limit" and run.native["nodes"] < serial.native["nodes"]
     assert run.lower_bound <= serial.objective * (1 + 1e-9) and run.objective >= serial.objective * (1 - 1e-9)
     assert client.submit(sum, [1, 2], pure=False).result(timeout=60) == 3
