@@ -195,7 +195,7 @@ def test_the_compiled_climb_stops_at_a_stationary_start():
     X, ends = rng.normal(size=(6, 8)), np.array([0, 6])
     best_point = np.full(6, np.nan)
     evaluation = (X, np.zeros(6), ends, np.full((1, 8), 1 / 6), 0.5, np.full((1, 8), -np.inf), np.full((1, 8), np.inf),
-                  0.1, np.full((1, 8), bnb.FREE, dtype=np.int8), 2)
+                  False, 0.1, np.full((1, 8), bnb.FREE, dtype=np.int8), 2)
     last, best, pruned = kernels.climb(evaluation, np.zeros(6), 6, 50, 10, 0.0, np.inf, best_point, -np.inf)
     assert not pruned and best == pytest.approx(0.0, abs=1e-12)
     assert np.allclose(last, 0.0, rtol=0, atol=1e-12) and np.allclose(best_point, 0.0, rtol=0, atol=1e-12)

@@ -50,6 +50,7 @@ class GreedyBound(NodeBound):
         self.y = np.ascontiguousarray(np.concatenate(problem.ys), dtype=float)
         self.slope_scale = problem.allowed / np.diff(self.ends)[:, None]
         self.low, self.high = (np.ascontiguousarray(bound, dtype=float) for bound in (problem.side.lower, problem.side.upper))
+        self.boxed = problem.side.bounded
 
     def start(self) -> np.ndarray:
         """The root's dual point: r = y (D's maximizer without the penalty)."""
@@ -62,7 +63,7 @@ class GreedyBound(NodeBound):
         """What ``stage`` climbs: ``kernel``'s arguments at the node, but the point and gradient (a
         ``kernels.SEARCH``)."""
         return (self.X, self.y, self.ends, self.slope_scale, float(self.problem.lambda_ridge), self.low, self.high,
-                float(mu), self._states(fixed), int(self.problem.s))
+                self.boxed, float(mu), self._states(fixed), int(self.problem.s))
 
     def child_penalties(self, fixed: np.ndarray, upper_weights: np.ndarray, r: np.ndarray):
         """Floats above the exact penalty part of -D(r) at each entry's "in" child, and "out" child.
@@ -94,8 +95,12 @@ class GreedyBound(NodeBound):
     def _safe_parts(self, r: np.ndarray):
         """(base, its error bound, weights above the exact ones) of ``safe_dual`` at r."""
         base, error, v, slack = self._safe_slopes(r)
-        widened = slack + gamma(3) * (np.abs(v) + slack)   # the rounding of v +- slack, covered
-        upper_weights = np.maximum(self._upper_weight(v + widened), self._upper_weight(v - widened))
+        if not self.boxed:   # d = 0, so the larger end is |v| + slack: one square.  Both ends cost sMTL
+            # cs_l2's tree (with the clip in the climb) 5 % of its nodes in 15 s; now within 1 %.
+            upper_weights = (np.abs(v) + slack) ** 2 / (2 * self.problem.lambda_ridge) * (1 + gamma(4))
+        else:
+            widened = slack + gamma(3) * (np.abs(v) + slack)   # the rounding of v +- slack, covered
+            upper_weights = np.maximum(self._upper_weight(v + widened), self._upper_weight(v - widened))
         return base, error, upper_weights * self.problem.allowed
 
     def _upper_weight(self, t: np.ndarray) -> np.ndarray:
@@ -133,7 +138,8 @@ class GreedyBound(NodeBound):
 
     def _boxed(self, v: np.ndarray):
         """(weights, their slopes in v) at the slopes v (``kernels.boxed_weights``)."""
-        return kernels.boxed_weights(np.ascontiguousarray(v), self.low, self.high, float(self.problem.lambda_ridge))
+        return kernels.boxed_weights(np.ascontiguousarray(v), self.low, self.high, float(self.problem.lambda_ridge),
+                                     self.boxed)
 
     def _states(self, fixed: np.ndarray) -> np.ndarray:
         """The kernels' node states: one row per budget (a common support's columns once)."""
