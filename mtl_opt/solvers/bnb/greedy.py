@@ -134,9 +134,9 @@ class GreedyBound(NodeBound):
 
     def weights(self, r: np.ndarray) -> np.ndarray:
         """(K, p) w_jk, the slope of -D in z_jk (v_jk^2 / (2 lambda_ridge) without a box)."""
-        return self._boxed(self._slopes(r))[0]
+        return self._weights_and_slopes(self._slopes(r))[0]
 
-    def _boxed(self, v: np.ndarray):
+    def _weights_and_slopes(self, v: np.ndarray):
         """(weights, their slopes in v) at the slopes v (``kernels.boxed_weights``)."""
         return kernels.boxed_weights(np.ascontiguousarray(v), self.low, self.high, float(self.problem.lambda_ridge),
                                      self.boxed)

@@ -8,8 +8,8 @@ the dual point's last K entries).  For feasible z, adding sum_k pi_k (sum_j z_jk
     F >= D(r, pi) = sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k - s sum_k pi_k
                     + sum_j min_S [sum_(k in S) (pi_k - w_jk) + (lambda_zbar/2) P(|S|)],
 
-w_jk = v_jk^2 / (2 lambda_ridge) (in a box: ``greedy``'s), S over the task sets the node allows for column j (its
-fixed-in tasks, any of its free ones).  For each size the best S takes the cheapest free tasks,
+w_jk = v_jk^2 / (2 lambda_ridge) (in a box: ``greedy``'s), S over the task sets the node allows
+for column j (its fixed-in tasks, any of its free ones).  For each size the best S takes the cheapest free tasks,
 so the worst z is a sort per column; D is concave in (r, pi) jointly and a lower bound on the
 node at every point with pi >= 0.  L-BFGS-B (``lbfgsb``) climbs it over both, the prices kept
 >= 0, smoothed by a softmin over S (its sum over sizes is a small recursion per column).  At
@@ -92,7 +92,7 @@ class ZbarBound(GreedyBound):
     def dual(self, fixed: np.ndarray, point: np.ndarray, mu: float):
         """(D(r, pi), (D smoothed by a softmin at temperature mu, its gradient))."""
         problem, prices = self.problem, self.prices(point)
-        weights, slopes = self._boxed(self._slopes(point))
+        weights, slopes = self._weights_and_slopes(self._slopes(point))
         cost = prices[:, None] - weights
         minima = self._column_minima(fixed, cost)
         softminima, z = self._column_softminima(fixed, cost, mu)
