@@ -7,7 +7,7 @@ Their modules stay where they are; this is the one list of what is public at the
 
 from ._lazy import lazy_names
 
-__version__ = "0.4.0"
+__version__ = "0.5.0.dev0"
 
 #: Public name -> its module (relative to this package).
 _HOME = {

@@ -164,8 +164,7 @@ def _main(argv: list[str] | None) -> int:
                 shown.add(str(message))
                 print(f"mtl-opt: warning: {message}", file=sys.stderr)
 
-        with warnings.catch_warnings():   # an old spelling in a file warns here too
-            warnings.filterwarnings("always", category=DeprecationWarning, module="mtl_opt")
+        with warnings.catch_warnings():
             warnings.showwarning = warning_line
             return commands[args.command](args)
     except MTLOptError as exc:

@@ -179,20 +179,6 @@ def test_time_limit_bounds_the_whole_prox_fit(structure, settings, time_limit):
     assert np.all(np.isfinite(result.coef)) and np.isfinite(result.objective)
 
 
-def test_deprecated_solver_name_warns_and_runs_the_same_method():
-    data = as_data(*random_tasks(2, "squared"))
-    new = ARMUL(c=1.0, algorithm="exact", **PLAIN).fit(data).result_
-    with pytest.warns(DeprecationWarning, match="algorithm='exact' for solver='scip'"):
-        old = ARMUL(c=1.0, solver="scip", **PLAIN).fit(data).result_
-    assert (old.algorithm, old.backend) == (new.algorithm, new.backend) == ("exact", "scip")
-    assert old.status == new.status and old.solver == new.solver == "SCIP"
-    assert old.objective == pytest.approx(new.objective, rel=1e-12)
-    np.testing.assert_allclose(old.coef, new.coef, rtol=1e-9, atol=1e-12)
-    with pytest.warns(DeprecationWarning), pytest.raises(InvalidParameterError,
-                                                        match="deprecated name of algorithm"):
-        ARMUL(algorithm="exact", solver="prox").fit(data)
-
-
 def test_baselines_report_their_one_algorithm_and_no_backend():
     data = as_data(*random_tasks(0, "squared"))
     for est, algorithm in ((IndependentTasks(), "newton"), (DataPooling(), "newton"),

@@ -81,9 +81,6 @@ def sparse_refused(algorithm, backend, case, variant):
     if algorithm == "exact":
         return all(sparse_refused(name, backend, case, variant)
                    for name in ("bnb", "oa_single_tree", "oa_multi_tree", "miqp"))
-    if algorithm == "oa":   # the old spelling: single-tree on SCIP, else multi-tree
-        return sparse_refused("oa_single_tree" if backend == "scip" else "oa_multi_tree",
-                              backend, case, variant)
     if algorithm == "bcd":
         return backend is not None
     if algorithm == "bnb":
@@ -170,7 +167,6 @@ def test_the_grid_covers_every_method_backend_and_the_issue_example():
                            for f, key, _, _ in SETTINGS), (family, name, backend)
 
 
-@pytest.mark.filterwarnings("ignore:algorithm='oa' with backend='scip':DeprecationWarning")
 @pytest.mark.parametrize("family, key, setting", REFUSED, ids=map(_id, REFUSED))
 def test_every_refusal_happens_in_check_before_any_model(no_models, family, key, setting):
     """Refused in check() with the package's refusal errors (exit 2), whether or not the backend
@@ -180,7 +176,6 @@ def test_every_refusal_happens_in_check_before_any_model(no_models, family, key,
         estimator.check(data)
 
 
-@pytest.mark.filterwarnings("ignore:algorithm='oa' with backend='scip':DeprecationWarning")
 @pytest.mark.parametrize("family, key, setting", ACCEPTED, ids=map(_id, ACCEPTED))
 def test_an_accepted_setting_passes_check_without_a_model(no_models, monkeypatch, family, key,
                                                           setting):
@@ -222,7 +217,6 @@ def test_the_exact_model_is_the_class_check_accepted(monkeypatch, structure, los
     assert asked == [(backend, kind)]
 
 
-@pytest.mark.filterwarnings("ignore:algorithm='oa' with backend='scip':DeprecationWarning")
 @pytest.mark.parametrize("family, key, setting", REFUSED, ids=map(_id, REFUSED))
 def test_mtl_opt_validate_exits_2_on_a_refusal(no_models, tmp_path, family, key, setting):
     estimator, data = setting

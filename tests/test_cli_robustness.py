@@ -129,7 +129,8 @@ def test_outputs_that_are_no_regular_file_or_no_valid_name_fail_before_any_work(
 def test_files_the_cli_misread_are_one_line_errors_or_warnings(tmp_path):
     """Issue 49: a string where [solve] goes was a traceback; validate on a bandit or collab file
     listed their tables as unknown keys; export --model master dropped a bounds constraint that
-    solve refuses; an old spelling in an instance file never warned on the CLI."""
+    solve refuses; an old spelling in an instance file never warned on the CLI (removed in 0.5.0,
+    it is now an unknown key, a one-line error)."""
     molar = copy_instance("tiny_molar", tmp_path)
     sparse = copy_instance("tiny_sparse_l0l2", tmp_path)
     fast, old, bounded = tmp_path / "fast.toml", tmp_path / "old.toml", tmp_path / "bounded.toml"
@@ -152,10 +153,8 @@ def test_files_the_cli_misread_are_one_line_errors_or_warnings(tmp_path):
     assert "run it with: mtl-opt collab" in one_line_error(*collab)
     refusal = "cannot enforce sign or bound constraints on the coefficients"
     assert refusal in one_line_error(*master) and refusal in one_line_error(*solve_master)
-    assert old_run[:2] == (0, "") and old_run[2].splitlines() == [
-        "mtl-opt: warning: The 'median' parameter of MOLAR is deprecated and will be removed in the "
-        "next release: write algorithm='lp'."]
-    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".json", ".mps")) == ["old.json"]
+    assert "unknown key(s) 'median' in [method]" in one_line_error(*old_run)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".json", ".mps")) == []
 
 
 def test_a_missing_plot_directory_is_created_before_the_run(tmp_path):
@@ -296,7 +295,7 @@ BAD_FOR_SOLVE = {  # instance -> a setting solve refuses at fit time
     "sparse_penalty_the_variant_lacks": SPARSE_DATA + '[method]\nname = "sparse_mtl"\nvariant = "l0l2"\n'
                                         's = 2\nlambda_ridge = 0.05\nlambda_zbar = 0.1\n',
     "sparse_oa_without_ridge_and_n_le_p": '[data]\npath = "wide.npz"\n[method]\nname = "sparse_mtl"\n'
-                                          'variant = "l0l2"\ns = 2\nalgorithm = "oa"\n',
+                                          'variant = "l0l2"\ns = 2\nalgorithm = "oa_multi_tree"\n',
     "armul_lowrank_on_scip": '[data]\npath = "tiny_armul.csv"\ntask = "task"\nresponse = "y"\n'
                              '[method]\nname = "armul"\nstructure = "lowrank"\nn_components = 2\n'
                              'algorithm = "exact"\n',

@@ -27,7 +27,7 @@ LIMIT = 0.5
 #: 0.64 s idle.  It still catches what the deadline fixed: 14-66 s on every exact path.
 IN_TIME = LIMIT + max(3 * LIMIT, 8.0)
 #: The exact paths: (solver, backend).
-EXACT_PATHS = [("oa", "highs"), ("oa", "scip"), ("miqp", None), ("bnb", None)]
+EXACT_PATHS = [("oa_multi_tree", "highs"), ("oa_single_tree", "scip"), ("miqp", None), ("bnb", None)]
 
 
 @pytest.fixture(scope="module")

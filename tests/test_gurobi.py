@@ -88,7 +88,7 @@ def data():
 
 
 def test_sparse_oa_estimator_on_gurobi_agrees_with_highs(data):
-    fits = {backend: SparseMTL(s=2, lambda_ridge=0.05, algorithm="oa", backend=backend).fit(data).result_
+    fits = {backend: SparseMTL(s=2, lambda_ridge=0.05, algorithm="oa_multi_tree", backend=backend).fit(data).result_
             for backend in ("gurobi", "highs")}
     ours, theirs = fits["gurobi"], fits["highs"]
     assert ours.status == theirs.status == "optimal" and ours.solver.endswith("(Gurobi)")

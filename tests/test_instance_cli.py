@@ -245,7 +245,9 @@ def test_bad_sparse_hyperparameters_exit_2(tmp_path, line, phrase):
 def test_a_solver_option_typo_exits_2_naming_it_on_either_backend(tmp_path, capsys, backend, option):
     """On SCIP the sparse OA is single-tree, which once set options itself: a typo was exit 1."""
     tiny = DEMO.parent / "library" / "tiny_sparse_cs.toml"
-    text = tiny.read_text().replace('path = "', f'path = "{tiny.parent}/').replace("[solve]", 'algorithm = "oa"\n\n[solve]')
+    algorithm = {"scip": "oa_single_tree", "highs": "oa_multi_tree"}[backend]
+    text = tiny.read_text().replace('path = "', f'path = "{tiny.parent}/').replace(
+        "[solve]", f'algorithm = "{algorithm}"\n\n[solve]')
     path = tmp_path / "typo.toml"
     path.write_text(text + f'backend = "{backend}"\n\n[solve.solver_options]\n"{option}" = 5\n')
     assert main(["solve", str(path), "--out", str(tmp_path / "r.json")]) == ExitCode.INVALID_INPUT

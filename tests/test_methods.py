@@ -2,7 +2,6 @@
 
 import ast
 import time
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -96,7 +95,7 @@ def wide():
 
 
 @pytest.mark.parametrize("params, phrase", [
-    ({"algorithm": "oa", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
+    ({"algorithm": "oa_multi_tree", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
     ({"algorithm": "oa_multi_tree", "backend": "scip", "lambda_ridge": 0.0}, "lambda_ridge > 0"),
     ({"algorithm": "bnb", "variant": "bbar", "lambda_ridge": 0.0, "lambda_bbar": 0.1}, "lambda_ridge > 0"),
     ({"algorithm": "oa_single_tree", "backend": "highs", "lambda_ridge": 0.1}, "runs on 'scip'"),
@@ -121,7 +120,7 @@ def test_an_unknown_method_name_lists_the_valid_ones():
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
     for call in (lambda: SparseMTL(algorithm="typo").fit(data),
                  lambda: SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data).certify(data, algorithm="typo"),
-                 lambda: sparse_methods.resolve("typo", None)):
+                 lambda: sparse_methods.resolve("typo")):
         with pytest.raises(InvalidParameterError) as error:
             call()
         assert all(name in str(error.value) for name in sparse_methods.METHODS), str(error.value)
@@ -151,16 +150,6 @@ def test_multi_tree_and_single_tree_oa_are_named_and_run_on_scip(algorithm, back
     assert result.lower_bound <= optimum * (1 + 1e-9) <= result.objective * (1 + 2e-9)
 
 
-def test_the_old_oa_on_scip_spelling_still_runs_single_tree_with_a_warning():
-    problem, data = _tiny()
-    with pytest.warns(DeprecationWarning, match="oa_single_tree"):
-        result = _fit(data, problem, algorithm="oa", backend="scip")
-    assert result.native["solver"] == "SCIP single-tree" and result.status == "optimal"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert _fit(data, problem, algorithm="oa").native["solver"] == "HiGHS"
-
-
 def test_the_fit_deadline_reaches_the_method(monkeypatch):
     """One deadline, made when the fit starts, is the one the exact method gets: time_limit
     covers the bcd warm start and the exact phase together."""
@@ -180,36 +169,6 @@ def test_the_fit_deadline_reaches_the_method(monkeypatch):
     assert len(seen) == 1
     assert start < seen[0].end - 50 < time.perf_counter()   # made in this fit, for all of it
     assert np.isfinite(seen[0].remaining())
-
-
-def test_the_old_solver_name_warns_and_gives_the_same_result():
-    """solver= is the deprecated name of algorithm=, in the constructor and in certify."""
-    problem, data = _tiny()
-    new = _fit(data, problem, algorithm="oa_multi_tree")
-    with pytest.warns(DeprecationWarning, match="algorithm='oa_multi_tree'"):
-        old = _fit(data, problem, solver="oa_multi_tree")
-    assert (old.algorithm, old.backend, old.status) == ("oa_multi_tree", "highs", "optimal") == (
-        new.algorithm, new.backend, new.status)
-    np.testing.assert_allclose(old.coef, new.coef, rtol=0, atol=1e-12)
-    assert old.lower_bound <= brute_force_optimum(problem) * (1 + 1e-9)
-    model = SparseMTL(variant="zbar_l2", s=problem.s, lambda_ridge=problem.lambda_ridge,
-                      lambda_zbar=problem.lambda_zbar, standardize=False, fit_intercept=False).fit(data)
-    assert (model.result_.algorithm, model.result_.backend) == ("bcd", None)
-    with pytest.warns(DeprecationWarning, match="algorithm='oa_multi_tree'"):
-        certified = model.certify(data, solver="oa_multi_tree", backend="scip")
-    assert (certified.algorithm, certified.backend, certified.status) == ("oa_multi_tree", "scip", "optimal")
-    l0l2 = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data)
-    assert (l0l2.certify(data, algorithm="bnb").algorithm, l0l2.result_.backend) == ("bnb", None)
-
-
-def test_setting_both_the_old_and_the_new_name_is_an_error():
-    problem, data = _tiny()
-    with pytest.warns(DeprecationWarning), pytest.raises(InvalidParameterError,
-                                                        match="deprecated name of algorithm"):
-        _fit(data, problem, algorithm="bnb", solver="oa")
-    model = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1).fit(data)
-    with pytest.raises(InvalidParameterError, match="deprecated name of algorithm"):
-        model.certify(data, algorithm="bnb", solver="oa_multi_tree")
 
 
 def test_bcd_cut_short_by_the_deadline_says_time_limit(wide):

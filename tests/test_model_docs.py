@@ -1,12 +1,11 @@
 """Model knowledge lives in formulations/: a ModelSpec's component descriptions are the Pyomo
-``doc`` strings of the components the formulations build; ``exact_model`` is a deprecated name
-of ``pyomo_model``, whose ``kind="master"`` spec is solved and certified like the MIQP's."""
+``doc`` strings of the components the formulations build; ``pyomo_model``'s ``kind="master"``
+spec is solved and certified like the MIQP's."""
 
 from __future__ import annotations
 
 import itertools
 import re
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -45,17 +44,16 @@ def test_no_estimator_hand_writes_component_descriptions():
         assert not re.search(r"\bcomponents = \{|\bnamed = \{", path.read_text()), path.name
 
 
-def test_exact_model_is_pyomo_model_on_the_problems_scale_with_one_warning():
+def test_the_model_on_the_problems_own_scale_is_not_normalized():
+    """``normalized=False`` (what ``mtl-opt export`` writes, and what the removed ``exact_model``
+    returned): y as it is, y_scale exactly 1, the same model as the normalized twin's."""
     data, estimator = small_data(), SparseMTL(variant="l0l2", s=2, lambda_ridge=0.1)
     for kind in ("miqp", "master"):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            old = estimator.exact_model(data, kind=kind)
-        assert [w.category for w in caught] == [DeprecationWarning]
-        assert "pyomo_model" in str(caught[0].message)
-        new = estimator.pyomo_model(data, kind=kind, normalized=False)
-        assert new.y_scale == pytest.approx(1.0, rel=0, abs=0)
-        assert (old.nvariables(), old.nconstraints()) == (new.model.nvariables(), new.model.nconstraints())
+        raw = estimator.pyomo_model(data, kind=kind, normalized=False)
+        twin = estimator.pyomo_model(data, kind=kind)
+        assert raw.y_scale == pytest.approx(1.0, rel=0, abs=0)
+        assert (raw.model.nvariables(), raw.model.nconstraints()) == (
+            twin.model.nvariables(), twin.model.nconstraints())
 
 
 def brute_force_l0l2(data, s, lambda_ridge):

@@ -1,8 +1,6 @@
-"""MOLAR's method table (solvers/molar_methods.py): algorithm=/backend=, the deprecated median=,
-the recorded algorithm and backend, the fit's one deadline, declarative parameter checks."""
+"""MOLAR's method table (solvers/molar_methods.py): algorithm=/backend=, the recorded algorithm and backend, the fit's one deadline, declarative parameter checks."""
 
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -23,22 +21,6 @@ from mtl_opt.synthetic import sparse_heterogeneity
 @pytest.fixture(scope="module")
 def data():
     return sparse_heterogeneity(d=4, M=5, n=40, s=1, sigma=0.1, seed=3).data
-
-
-def test_median_is_the_deprecated_name_of_algorithm(data):
-    new = MOLAR(algorithm="lp").fit(data)
-    with pytest.warns(DeprecationWarning, match="algorithm='lp'"):
-        old = MOLAR(median="lp").fit(data)
-    assert (old.result_.algorithm, old.result_.backend) == ("lp", "highs")
-    assert np.allclose(old.coef_, new.coef_, rtol=0, atol=1e-12)
-    assert old.result_.objective == pytest.approx(new.result_.objective, rel=1e-12)
-
-
-def test_setting_algorithm_and_its_old_name_is_refused(data):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        with pytest.raises(InvalidParameterError, match="deprecated name of algorithm"):
-            MOLAR(algorithm="lp", median="closed_form").fit(data)
 
 
 def test_molar_records_its_algorithm_and_backend_and_both_reach_the_optimum(data):

@@ -11,7 +11,6 @@ import importlib
 import inspect
 import math
 import pkgutil
-import warnings
 
 import pytest
 
@@ -19,7 +18,6 @@ import mtl_opt
 from mtl_opt.bandits.base import Environment, Policy
 from mtl_opt.collab.algorithms import Method
 from mtl_opt.errors import InvalidParameterError
-from mtl_opt.estimators import SparseMTL
 from mtl_opt.estimators.base import MTLEstimator
 from mtl_opt.params import InstanceOf, Interval, OneOf, SequenceOf, StrKeyed
 from mtl_opt.solvers.options import SolveOptions
@@ -141,14 +139,3 @@ def test_the_error_says_what_is_allowed_and_what_was_given():
     assert str(error.value) == (f"The 'threads' parameter of SolveOptions must be an int in the range "
                                 f"[1, {SolveOptions.param_constraints['threads'][0].high}] (the CPU count of "
                                 f"this machine) or None; got 0.")
-
-
-def test_sparse_seed_is_deprecated_and_has_no_effect():
-    """bcd has no randomness: the same fit with and without a seed, and a DeprecationWarning for it."""
-    plain = SparseMTL(s=2).fit(DATA)
-    with pytest.warns(DeprecationWarning, match=r"'seed' parameter of SparseMTL is deprecated.*SolveOptions\(seed"):
-        seeded = SparseMTL(s=2, seed=7).fit(DATA)
-    assert (seeded.coef_ == plain.coef_).all() and seeded.result_.objective == plain.result_.objective
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        SparseMTL(s=2).fit(DATA)   # no warning when seed is left unset

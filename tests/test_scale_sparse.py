@@ -25,7 +25,7 @@ from mtl_opt.solvers.options import SolveOptions
 #: Relative tolerance of the comparisons with the enumerated optimum (float64 evaluations).
 TOL = 1e-7
 REL_GAP = 1e-6
-PATHS = {"oa-highs": ("oa", "highs"), "oa-scip": ("oa", "scip"), "miqp": ("miqp", None), "bnb": ("bnb", None)}
+PATHS = {"oa-highs": ("oa_multi_tree", "highs"), "oa-scip": ("oa_single_tree", "scip"), "miqp": ("miqp", None), "bnb": ("bnb", None)}
 
 
 def paths_for(variant):
@@ -245,7 +245,7 @@ def test_near_collinear_columns_without_ridge_are_refused_and_with_ridge_certifi
     paths refuse before any work, naming lambda_ridge > 0; with a ridge the bound is valid."""
     Xs, ys = _near_collinear()
     data = MultiTaskData(Xs, ys)
-    for solver in ("oa", "miqp"):
+    for solver in ("oa_multi_tree", "miqp"):
         start = time.perf_counter()
         with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):
             SparseMTL(variant="zbar_l2", s=2, lambda_zbar=0.05, algorithm=solver, standardize=False,

@@ -117,7 +117,7 @@ def test_oa_with_a_time_limit_keeps_a_valid_bound():
     assert final_status(result, 1e-6) in ("optimal", "time_limit")
 
 
-EXACT_PATHS = [("oa", "highs"), ("oa", "scip"), ("miqp", "scip")]
+EXACT_PATHS = [("oa_multi_tree", "highs"), ("oa_single_tree", "scip"), ("miqp", "scip")]
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -167,7 +167,7 @@ def test_lambda_ridge_zero_is_certified_when_the_designs_have_curvature(path):
 def test_exact_paths_refuse_lambda_ridge_zero_without_curvature():
     problem, _ = random_problem("l0l2", 0, p=10, n=8)
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
-    for solver in ("oa", "miqp"):
+    for solver in ("oa_multi_tree", "miqp"):
         with pytest.raises(InvalidParameterError, match="lambda_ridge > 0"):
             SparseMTL(variant="l0l2", s=3, algorithm=solver).fit(data)
 
@@ -220,7 +220,8 @@ def test_exported_master_reads_back_into_highs_with_the_same_optimum(tmp_path, f
     out = tmp_path / f"master.{fmt}"
     assert main(["export", str(path), "--model", "master", "--format", fmt, "--out", str(out)]) == 0
     instance = load_instance(path)
-    master = instance.estimator().exact_model(instance.load_data(), kind="master")
+    master = instance.estimator().pyomo_model(instance.load_data(), kind="master",
+                                              normalized=False).model
     in_process = get_backend("highs").solve(master, "milp", SolveOptions(rel_gap=1e-9), deadline=Deadline())
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -344,7 +345,7 @@ def test_oa_paths_agree_on_a_small_instance():
     from mtl_opt.synthetic import smtl_simulation
 
     data = smtl_simulation(p=30, K=3, n=100, s_true=5, q=7, seed=0).data
-    results = [SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.05, lambda_zbar=0.01, algorithm="oa",
+    results = [SparseMTL(variant="zbar_l2", s=5, lambda_ridge=0.05, lambda_zbar=0.01, algorithm="oa_multi_tree",
                          backend=backend, solve_options=SolveOptions(time_limit=60)).fit(data).result_
                for backend in ("highs", "scip")]
     assert [r.status for r in results] == ["optimal", "optimal"]
@@ -513,7 +514,7 @@ def test_bnb_through_the_estimator_reports_its_bound_and_refuses_what_it_does_no
     ("bcd", None, InvalidParameterError, "exact method"),
     ("miqp", "highs", CapabilityError, "cannot solve MIQP")])
 def test_certify_checks_its_solver_and_backend_before_any_work(solver, backend, error, phrase):
-    """certify(solver='typo') ran OA and reported solver 'typo (HiGHS)', status optimal."""
+    """certify(algorithm='typo') (then solver=) ran OA and reported solver 'typo (HiGHS)', status optimal."""
     problem, _ = random_problem("l0l2", 5)
     data = MultiTaskData(list(problem.Xs), list(problem.ys))
     model = SparseMTL(variant="l0l2", s=3, lambda_ridge=0.1).fit(data)

@@ -27,7 +27,7 @@ from mtl_opt.deadline import Deadline
 #: Relative tolerance of comparisons with an independent optimum (float64 evaluations; the bounds
 #: carry a dual-tolerance margin of ~1e-6 relative).
 TOL = 1e-7
-PATHS = {"bcd": ("bcd", None), "oa-highs": ("oa", "highs"), "oa-scip": ("oa", "scip"),
+PATHS = {"bcd": ("bcd", None), "oa-highs": ("oa_multi_tree", "highs"), "oa-scip": ("oa_single_tree", "scip"),
          "miqp": ("miqp", None), "bnb": ("bnb", None)}
 PENALTIES = {"l0l2": {}, "cs_l2": {}, "cs_bbar": {"lambda_bbar": 0.3}, "zbar_l2": {"lambda_zbar": 0.05},
              "bbar": {"lambda_bbar": 0.3}, "zbar_bbar": {"lambda_bbar": 0.3, "lambda_zbar": 0.05}}

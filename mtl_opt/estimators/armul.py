@@ -11,7 +11,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import legacy
 from ..data import MultiTaskData
 from ..data.scaling import fit_scaler
 from ..errors import InvalidParameterError
@@ -184,8 +183,6 @@ class ARMUL(GLMTasks):
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
         Only with algorithm="exact": the backend of vanilla's exact model, "scip" (None) or
         "gurobi" (clustered's branch and bound uses none).
-    solver : {"prox", "scip"} or None
-        Deprecated name of ``algorithm``: "scip" is algorithm="exact".
     fit_intercept, standardize : bool, default=True
         See ``GLMTasks``.
     n_init : int, default=10
@@ -241,7 +238,6 @@ class ARMUL(GLMTasks):
         "c": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((None, *BACKENDS))],
-        "solver": [OneOf((None, *legacy.PARAMS["ARMUL"]["solver"].values))],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
@@ -251,7 +247,7 @@ class ARMUL(GLMTasks):
 
     def __init__(self, structure="vanilla", *, n_components=None, c=1.0, loss="squared",
                  algorithm="prox", backend=None, fit_intercept=True, standardize=True, n_init=10,
-                 max_iter=20000, seed=None, solve_options=None, solver=None,
+                 max_iter=20000, seed=None, solve_options=None,
                  task_column=None, unseen="raise"):
         self.task_column = task_column
         self.unseen = unseen
@@ -261,7 +257,6 @@ class ARMUL(GLMTasks):
         self.loss = loss
         self.algorithm = algorithm
         self.backend = backend
-        self.solver = solver
         self.fit_intercept = fit_intercept
         self.standardize = standardize
         self.n_init = n_init
@@ -280,11 +275,11 @@ class ARMUL(GLMTasks):
         return STRUCTURES[self.structure].local_search   # anchors; the clustered model's check
 
     def _method(self, problem: ArmulProblem, data: MultiTaskData):
-        """The method ``algorithm`` (or its deprecated name, ``legacy``) names, and ``problem`` with
+        """The method ``algorithm`` names, and ``problem`` with
         its structure; every refusal of the method comes here, before any work."""
         structured = StructuredProblem(problem, self.structure, self._components(problem.m),
                                        self._identified, tuple(data.task_names))
-        method = lookup(METHODS, legacy.value(self, "algorithm"), "ARMUL algorithm")
+        method = lookup(METHODS, self.algorithm, "ARMUL algorithm")
         return method.check(structured, self.backend), structured
 
     def _check_fit(self, data: MultiTaskData) -> None:

@@ -38,7 +38,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.validation import validate_data
 
-from .. import interrupts, legacy
+from .. import interrupts
 from ..data import MultiTaskData, _to_float_array
 from ..data.core import _check_finite
 from ..data.io import task_rows
@@ -177,7 +177,6 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                 f"unseen='global' predicts a new task with the global / centre model, which this "
                 f"{type(self).__name__} has none of (these have one: {WITH_GLOBAL_MODEL}); use "
                 f"unseen='raise', or one of those estimators.")
-        legacy.warn_deprecated(self)
 
     #: Which (task, feature) pairs ``result_.unidentified`` lists (``mtl_opt.identifiability``):
     #: "constant" (features constant in a task), "collinear" (also those collinear with earlier

@@ -11,7 +11,6 @@ import time
 import numpy as np
 from scipy.special import ndtr, ndtri, stdtrit   # Phi, its inverse, Student's t quantile
 
-from .. import legacy
 from ..data import MultiTaskData
 from ..formulations import molar as formulation
 from ..params import validate_params
@@ -79,8 +78,6 @@ class MOLAR(SampleWeighted, MTLEstimator):
         covariates solved by ``backend`` (``mtl_opt.solvers.molar_methods``).
     backend : "highs", "scip", "gurobi" or None, default=None
         LP solver when ``algorithm="lp"`` (None: HiGHS).
-    median : deprecated, default=None
-        The old name of ``algorithm``.
     sigma : float, sequence of floats, or None, default=None
         Known noise standard deviation (one, or one per task); None estimates
         sigma_m^2 = RSS_m / (n_m - d_m).
@@ -128,14 +125,13 @@ class MOLAR(SampleWeighted, MTLEstimator):
         "c_gamma": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
         "backend": [OneOf((*BACKENDS, None))],
-        "median": [OneOf((None, *METHODS))],
         "sigma": SIGMA,
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
     }
 
     def __init__(self, *, threshold="hard", c_gamma=1.0, algorithm="closed_form", backend=None,
-                 sigma=None, fit_intercept=True, solve_options=None, median=None,
+                 sigma=None, fit_intercept=True, solve_options=None,
                  task_column=None, unseen="raise"):
         self.task_column = task_column
         self.unseen = unseen
@@ -143,13 +139,12 @@ class MOLAR(SampleWeighted, MTLEstimator):
         self.c_gamma = c_gamma
         self.algorithm = algorithm
         self.backend = backend
-        self.median = median
         self.sigma = sigma
         self.fit_intercept = fit_intercept
         self.solve_options = solve_options
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        resolve(legacy.value(self, "algorithm"), self.backend)
+        resolve(self.algorithm, self.backend)
         self._unidentified_mask(data)   # the per-task OLS stage's refusals
 
     def _residual_dof(self) -> int:
@@ -162,7 +157,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
     def _fit(self, data: MultiTaskData) -> FitResult:
         options = self.solve_options or SolveOptions()
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
-        method = resolve(legacy.value(self, "algorithm"), self.backend)   # cheap, checked
+        method = resolve(self.algorithm, self.backend)   # cheap, checked
         clock = time.perf_counter()
         fits, sigma = self._local_fits(data)
         ols_time = time.perf_counter() - clock

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .. import interrupts, legacy
+from .. import interrupts
 from ..data import MultiTaskData
 from ..errors import InvalidDataError, InvalidParameterError
 from ..formulations.constraints import compile_constraints
@@ -60,8 +60,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         no bound.  ``oa_multi_tree``: outer approximation started from the bcd
         answer, a MILP master re-solved between cuts (HiGHS by default, or SCIP);
         ``oa_single_tree``: one SCIP branch-and-bound, cuts from a constraint
-        handler; ``"oa"``: the old spelling, multi-tree except with backend="scip",
-        where it still means single-tree (deprecated).  ``miqp``: the Big-M MIQP on
+        handler.  ``miqp``: the Big-M MIQP on
         SCIP, M proven from the bcd answer.  All three report a proven lower bound; they need lambda_ridge > 0
         unless every task has more rows than identifiable features and a full-rank
         design on them (the cuts and the Big-M then borrow the loss's own curvature);
@@ -72,8 +71,6 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         node bounds price the support budgets by Lagrange multipliers (with Bbar, each
         column's task sets enumerated: K <= 8, any K for cs_bbar); needs lambda_ridge > 0,
         and no backend.
-    solver : str or None
-        Deprecated name of ``algorithm`` (a DeprecationWarning when set; setting both is an error).
     standardize : bool, default=True
         Fit on features standardized per task; coefficients are reported on
         the original scale, the objective on the standardized one (where it is minimized).
@@ -102,9 +99,6 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         |b_j| <= M").  The same as a ``bounds`` constraint on every feature; bcd keeps to it, bnb
         (in its node bounds too) and the MIQP certify it; outer approximation refuses it, and bnb
         with a Bbar term, naming the MIQP.
-    seed : int or None
-        Deprecated, no effect (a DeprecationWarning when set): bcd and bnb are deterministic,
-        and the seed of oa's and miqp's MILP solver is ``solve_options.seed``.
 
     Attributes
     ----------
@@ -129,14 +123,12 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
         "algorithm": [OneOf(NAMES)],
-        "solver": [OneOf((None, *NAMES))],
         "backend": [OneOf((*BACKENDS, None))],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
         "fit_intercept": [BOOLEAN],
         "max_iter": [Interval(1, None, integer=True)],
         "local_search": [BOOLEAN],
-        "seed": [OneOf((None,)), Interval(0, None, integer=True)],
         "constraints": [OneOf((None,)), InstanceOf((list, tuple), "a list of constraints")],
         "coef_bound": [OneOf((None,)), Interval(0.0, None, open_low=True),
                        SequenceOf(Interval(0.0, None, open_low=True))],
@@ -144,8 +136,8 @@ class SparseMTL(SampleWeighted, MTLEstimator):
 
     def __init__(self, *, variant="zbar_l2", s=10, lambda_ridge=0.0, lambda_bbar=0.0,
                  lambda_zbar=0.0, algorithm="bcd", standardize=True, fit_intercept=True,
-                 max_iter=1000, local_search=True, backend=None, solve_options=None, seed=None,
-                 solver=None, constraints=None, coef_bound=None, task_column=None, unseen="raise"):
+                 max_iter=1000, local_search=True, backend=None, solve_options=None,
+                 constraints=None, coef_bound=None, task_column=None, unseen="raise"):
         self.task_column = task_column
         self.unseen = unseen
         self.variant = variant
@@ -160,30 +152,25 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         self.local_search = local_search
         self.backend = backend
         self.solve_options = solve_options
-        self.seed = seed
-        self.solver = solver
         self.constraints = constraints
         self.coef_bound = coef_bound
 
     def _check_fit(self, data: MultiTaskData) -> None:
         built = self._problem(data)
-        self._method(built[0], legacy.value(self, "algorithm"), self.backend)
+        self._method(built[0], self.algorithm, self.backend)
         self._checked = (data, built)   # the fit that follows uses it (``_checked_problem``)
 
-    def _method(self, problem, algorithm, backend, *, warn=True):
+    def _method(self, problem, algorithm, backend):
         """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
         ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
-        on ``backend``: every refusal comes here, before any work.  ``warn``: about an old
-        spelling (False once ``check`` has)."""
-        method = (choose(problem, backend) if algorithm == "exact"
-                  else resolve(algorithm, backend, warn=warn))
+        on ``backend``: every refusal comes here, before any work."""
+        method = choose(problem, backend) if algorithm == "exact" else resolve(algorithm)
         return method.check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
         problem, scaler, data = self._checked_problem(data)
-        method = self._method(problem, legacy.value(self, "algorithm"), self.backend,
-                              warn=False)   # cheap, already checked
+        method = self._method(problem, self.algorithm, self.backend)   # cheap, already checked
         compile_time = _prepared(method)
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         start = None if init is None else init.extra.get("coef_fitted")
@@ -204,16 +191,14 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         return result
 
     def certify(self, data: MultiTaskData, *, sample_weight=None, algorithm: str = "exact",
-                backend: str | None = None, time_limit: float | None = None,
-                solver: str | None = None) -> FitResult:
+                backend: str | None = None, time_limit: float | None = None) -> FitResult:
         """Prove how good the fitted estimate is: run an exact method from it, update ``result_``.
 
         The exact method starts from the current estimate, so the objective can
         only improve; afterwards ``result_.lower_bound`` is a proven bound.  The default
         ``algorithm="exact"`` picks the method that suits the problem (``sparse_methods.choose``).  ``algorithm`` and
         ``backend`` are checked as ``fit`` would check them, before any work.  A fit with
-        ``sample_weight`` is certified with the same weights.  ``solver`` is the deprecated name
-        of ``algorithm``.
+        ``sample_weight`` is certified with the same weights.
         """
         self._check_is_fitted()
         if (sample_weight is not None) != self.result_.extra.get("weighted", False):
@@ -223,8 +208,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
                 "certify got sample_weight, but the fit had none: refit with it first")
         if sample_weight is not None:
             data = self._fit_data(data, None, None, sample_weight)
-        algorithm = legacy.certify_algorithm(algorithm, solver)
-        checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm, "solver": None,
+        checker = type(self)(**{**self.get_params(deep=False), "algorithm": algorithm,
                                 "backend": backend})
         checker.check(data)
         if (data.task_names, data.feature_names) != (self.task_names_, self.result_.feature_names):
@@ -235,7 +219,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
                 f"on this data first.")
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
         problem, scaler, std_data = checker._checked_problem(data)
-        method = self._method(problem, algorithm, backend, warn=False)   # cheap, already checked
+        method = self._method(problem, algorithm, backend)   # cheap, already checked
         if not method.certifies:
             raise InvalidParameterError(
                 f"certify needs an exact method: one of "
@@ -255,12 +239,6 @@ class SparseMTL(SampleWeighted, MTLEstimator):
             raise interrupts.FitInterrupted(result, "certify was interrupted; result_ holds the "
                                             "bound proven by then")
         return result
-
-    def exact_model(self, data: MultiTaskData, kind: str = "miqp"):
-        """Deprecated: ``pyomo_model(data, kind=kind, normalized=False).model``, the same model
-        (``pyomo_model`` returns it as a ModelSpec, to edit and to solve with ``fit(data,
-        model=spec)``)."""
-        return legacy.exact_model(self, data, kind)
 
     def _model_spec(self, data: MultiTaskData, kind: str = "miqp", normalized: bool = True) -> ModelSpec:
         """An exact model of the fitted problem, on its normalized twin (``ObjectiveScale``: y over

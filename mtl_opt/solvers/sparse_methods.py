@@ -3,8 +3,7 @@
 ``SparseMTL``, its ``certify``, instance files and the bench all resolve an
 ``algorithm=`` name here (``resolve``), ask the method to ``refuse`` before any
 work, and run it through ``run_exact`` (an exact method from an incumbent) or
-``METHODS["bcd"].solve`` (the heuristic).  Old spellings (``algorithm="oa"``) are translated by
-``mtl_opt.legacy``.
+``METHODS["bcd"].solve`` (the heuristic).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import time
 
 import numpy as np
 
-from .. import __version__, interrupts, legacy
+from .. import __version__, interrupts
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
@@ -141,8 +140,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "branch and bound, perspective-dual node bounds",
            None, "smallest open node's perspective dual bound", _bnb_module),
 )}
-#: Names ``algorithm=`` accepts: the methods, "exact" (``choose``) and the old spellings.
-NAMES = (*METHODS, "exact", *legacy.SPARSE_ALGORITHMS)
+#: Names ``algorithm=`` accepts: the methods and "exact" (``choose``).
+NAMES = (*METHODS, "exact")
 
 #: The order in which ``algorithm="exact"`` tries the certifying methods, by regime
 #: (BENCHMARKS.md, "Exact sparse solvers"): when some task lends no curvature (n_k <= its
@@ -169,11 +168,9 @@ def choose(problem: SparseProblem, backend: str | None) -> Method:
                                 + "\n  ".join(reasons))
 
 
-def resolve(algorithm: str, backend: str | None, *, warn: bool = True) -> Method:
-    """The method ``algorithm`` names on ``backend`` (an old spelling translated by
-    ``legacy.sparse_algorithm``, which warns unless ``warn`` is False); an unknown name lists
-    the valid ones."""
-    return lookup(METHODS, legacy.sparse_algorithm(algorithm, backend, warn=warn), "sparse algorithm")
+def resolve(algorithm: str) -> Method:
+    """The method ``algorithm`` names; an unknown name lists the valid ones."""
+    return lookup(METHODS, algorithm, "sparse algorithm")
 
 
 def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,

@@ -63,7 +63,7 @@ PROBLEM_CLASSES = (LP, MILP, QP, MIQP, QCP, MIQCP, NLP)
 CAPABILITIES = PROBLEM_CLASSES + (LAZY_CUTS,)
 
 #: Other ways out, added to a CapabilityError's message.
-_WORKAROUNDS = {MIQP: "solver='oa' which needs only a MILP solver"}
+_WORKAROUNDS = {MIQP: "algorithm='oa_multi_tree', which needs only a MILP solver"}
 
 
 def _finite(value: float | None) -> float | None:
