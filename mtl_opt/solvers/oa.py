@@ -20,6 +20,8 @@ when it is feasible.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyomo.environ as pyo
 
@@ -81,13 +83,10 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
     ``print_log`` or ``options.verbose``) keeps the log; its ``nodes`` are the masters' nodes so far.
     """
     progress = progress or Progress(print_log or options.verbose)
-    user_options = options.solver_options
-    options = exact_options(backend, options)
-    best = feasible_start(problem, incumbent, backend, options, deadline)
-    if isinstance(best, SolverRun):
-        return best
-    best, best_z = problem.completed_point(best)
-    master = initial_master(problem, incumbent, deadline)
+    start = oa_start(problem, incumbent, backend, options, deadline)
+    if isinstance(start, SolverRun):
+        return start
+    options, user_options, best, best_z, master = start
     if (floor := floor_cut(problem)) is not None:
         add_cut(master, floor)
     upper = problem.objective(best, best_z)
@@ -140,10 +139,34 @@ def solve_oa(problem: SparseProblem, backend: Backend, options: SolveOptions,
                      native, best_z)
 
 
+class OAStart(NamedTuple):
+    """What both outer-approximation loops start from (``oa_start``)."""
+
+    options: SolveOptions    # the fit's, with the exact tolerances (``exact_options``)
+    user_options: dict       # the user's own solver_options, which stay above ours
+    best: np.ndarray         # a feasible point (``feasible_start``) and its indicators
+    best_z: np.ndarray
+    master: pyo.ConcreteModel   # with its first cuts (``initial_master``)
+
+
+def oa_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
+             options: SolveOptions, deadline: Deadline) -> OAStart | SolverRun:
+    """The start of multi-tree and single-tree OA alike, or the run to return when the side
+    constraints leave no feasible point."""
+    exact = exact_options(backend, options)
+    start = feasible_start(problem, incumbent, backend, exact, deadline)
+    if isinstance(start, SolverRun):
+        return start
+    return OAStart(exact, options.solver_options, *start,
+                   initial_master(problem, incumbent, deadline))
+
+
 def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backend,
-                   options: SolveOptions, deadline: Deadline) -> np.ndarray | SolverRun:
-    """Where an exact method starts: a feasible point (its objective is the first upper bound
-    and the MIQP's Big-M level), or the run to return when the side constraints leave none.
+                   options: SolveOptions, deadline: Deadline
+                   ) -> tuple[np.ndarray, np.ndarray] | SolverRun:
+    """Where an exact method starts: a feasible point and its indicators
+    (``SparseProblem.completed_point``; its objective is the first upper bound and the MIQP's
+    Big-M level), or the run to return when the side constraints leave none.
 
     ``feasible_point`` of the incumbent; if the incumbent's support cannot be made feasible,
     the constrained refit of the support ``build_feasibility`` finds, whose MILP proves it when
@@ -151,11 +174,11 @@ def feasible_start(problem: SparseProblem, incumbent: np.ndarray, backend: Backe
     """
     B = feasible_point(problem, incumbent)
     if B is not None:
-        return B
+        return problem.completed_point(B)
     model = build_feasibility(problem)
     run = backend.solve(model, "milp", options, deadline=deadline)
     if run.has_solution and problem.feasible(B := problem.refit(master_support(model, incumbent.shape))):
-        return B
+        return problem.completed_point(B)
     if run.has_solution or run.status not in (Status.INFEASIBLE, Status.TIME_LIMIT):
         raise InvalidParameterError(
             f"no point satisfying the side constraints was found to start from ({run.solver}: "
@@ -300,10 +323,10 @@ def solve_miqp(problem: SparseProblem, backend: Backend, options: SolveOptions,
     during the solve, the incumbent the objective of the point held (the start until the end).
     """
     progress = progress or Progress(options.verbose)
-    best = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
-    if isinstance(best, SolverRun):
-        return best
-    best, best_z = problem.completed_point(best)
+    start = feasible_start(problem, incumbent, backend, exact_options(backend, options), deadline)
+    if isinstance(start, SolverRun):
+        return start
+    best, best_z = start
     progress.update(problem.objective(best, best_z), None, 0, force=True)
     model = _boxed_miqp(problem, best, perspective, deadline, best_z)
     upper, big_m = model.big_m_level, model.big_m

@@ -34,7 +34,7 @@ from .backends.base import ticking
 from .backends.scip import event_watcher
 from ..deadline import Deadline
 from .method import SolverRun
-from .oa import FRACTIONAL_SUPPORT, exact_options, feasible_start, fitted_options, initial_master
+from .oa import FRACTIONAL_SUPPORT, fitted_options, oa_start
 from .options import SolveOptions
 from .progress import Progress
 
@@ -58,13 +58,10 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     backend = get_backend("scip")
     backend.check("milp")
     progress = progress or Progress(options.verbose)
-    user_options = options.solver_options
-    options = exact_options(backend, options)
-    best = feasible_start(problem, incumbent, backend, options, deadline)
-    if isinstance(best, SolverRun):
-        return best
-    best, best_z = problem.completed_point(best)
-    master = initial_master(problem, incumbent, deadline)
+    start = oa_start(problem, incumbent, backend, options, deadline)
+    if isinstance(start, SolverRun):
+        return start
+    options, user_options, best, best_z, master = start
     scip, z, eta, w, epigraph = _native_master(master, problem, backend)
     handler = _CutHandler(problem, z, eta, w, epigraph, master)
     scip.includeConshdlr(handler, "sparse_oa", "outer-approximation cuts of the continuous part",
@@ -95,7 +92,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     upper = handler.upper
     note_interrupt(scip.getStatus())
     # SCIP's gap, on its own tolerances, is not ours: final_status measures ours
-    stop = backend.STATUS.get(scip.getStatus(), Status.ERROR) if started else Status.TIME_LIMIT
+    stop = backend.status_of(scip.getStatus()) if started else Status.TIME_LIMIT
     progress.update(upper, lower, scip.getNNodes(), force=True, cuts=handler.n_cuts,
                     master_status=scip.getStatus())
     native = {"solver": "SCIP single-tree", "solver_version": backend.version(),

@@ -227,6 +227,17 @@ class Backend(abc.ABC):
                 else f"cannot solve {capability.upper()} problems")
         raise CapabilityError(f"{self.label} {what}; use {', or '.join(ways)}.")
 
+    def status_of(self, native_status: str) -> Status:
+        """Our ``Status`` for the solver's own status (``STATUS``); one it does not list is
+        ``error``, with a warning: the one conversion, used by ``solve`` and by code that drives
+        the native solver itself (single-tree OA)."""
+        status = self.STATUS.get(native_status)
+        if status is None:
+            logger.warning("%s returned unhandled status %r; reporting 'error'.",
+                           self.label, native_status)
+            return Status.ERROR
+        return status
+
     def dual_tolerance(self, opts: SolveOptions) -> float:
         """The dual-feasibility tolerance a solve with ``opts`` runs at (``solver_options`` win)."""
         name, default = self.DUAL_TOLERANCE
@@ -303,11 +314,7 @@ class Backend(abc.ABC):
         # Pyomo keeps the native solver object as ``_solver_model`` on both adapters.
         native_status, native_gap = self._native_status(solver._solver_model)
         note_interrupt(native_status)
-        status = self.STATUS.get(native_status)
-        if status is None:
-            logger.warning("%s returned unhandled status %r; reporting 'error'.",
-                           self.label, native_status)
-            status = Status.ERROR
+        status = self.status_of(native_status)
         has_solution = results.solution_status in (SolutionStatus.feasible,
                                                    SolutionStatus.optimal)
         if has_solution:

@@ -14,6 +14,7 @@ from typing import Any
 
 from mtl_opt.errors import LicenseLimitError
 from mtl_opt.solvers.backends.base import LP, MILP, MIQCP, MIQP, QCP, QP, Backend
+from mtl_opt.result import Status
 from mtl_opt.solvers.options import SolveOptions
 
 
@@ -28,17 +29,17 @@ class GurobiBackend(Backend):
     TIGHTEST_DUAL_TOLERANCE = 1e-9
     PRIMAL_TOLERANCE = ("FeasibilityTol", 1e-6)
     STATUS = {  # gurobipy.GRB.Status member names
-        "OPTIMAL": "optimal",
-        "TIME_LIMIT": "time_limit",
+        "OPTIMAL": Status.OPTIMAL,
+        "TIME_LIMIT": Status.TIME_LIMIT,
         **dict.fromkeys(("ITERATION_LIMIT", "NODE_LIMIT", "SOLUTION_LIMIT", "WORK_LIMIT"),
-                        "iteration_limit"),
-        "MEM_LIMIT": "iteration_limit",  # a work limit: the dual bound at the stop is still valid
-        "INFEASIBLE": "infeasible",
-        "UNBOUNDED": "unbounded",
-        "INF_OR_UNBD": "error",  # ambiguous: claim neither
-        "INTERRUPTED": "time_limit",  # Gurobi caught Ctrl-C itself (``note_interrupt``): its bound stands
+                        Status.ITERATION_LIMIT),
+        "MEM_LIMIT": Status.ITERATION_LIMIT,  # a work limit: the dual bound at the stop is still valid
+        "INFEASIBLE": Status.INFEASIBLE,
+        "UNBOUNDED": Status.UNBOUNDED,
+        "INF_OR_UNBD": Status.ERROR,  # ambiguous: claim neither
+        "INTERRUPTED": Status.TIME_LIMIT,  # Gurobi caught Ctrl-C itself (``note_interrupt``): its bound stands
         **dict.fromkeys(("LOADED", "INPROGRESS", "CUTOFF", "USER_OBJ_LIMIT", "NUMERIC",
-                         "SUBOPTIMAL"), "error"),
+                         "SUBOPTIMAL"), Status.ERROR),
     }
     INTERRUPTED = frozenset({"INTERRUPTED"})
     NATIVE_LOG = {"OutputFlag": 1}

@@ -10,6 +10,7 @@ import pyomo.environ as pyo
 from mtl_opt import interrupts
 
 from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend, _finite, _patched, native_streams
+from mtl_opt.result import Status
 from mtl_opt.solvers.options import SolveOptions
 
 
@@ -24,17 +25,17 @@ class HighsBackend(Backend):
     TIGHTEST_DUAL_TOLERANCE = 1e-10
     PRIMAL_TOLERANCE = ("primal_feasibility_tolerance", 1e-7)
     STATUS = {  # highspy.HighsModelStatus member names
-        "kOptimal": "optimal",
-        "kTimeLimit": "time_limit",
-        "kIterationLimit": "iteration_limit",
-        "kSolutionLimit": "iteration_limit",  # MIP node / solution / improvement limits
-        "kInfeasible": "infeasible",
-        "kUnbounded": "unbounded",
-        "kUnboundedOrInfeasible": "error",  # ambiguous: claim neither
+        "kOptimal": Status.OPTIMAL,
+        "kTimeLimit": Status.TIME_LIMIT,
+        "kIterationLimit": Status.ITERATION_LIMIT,
+        "kSolutionLimit": Status.ITERATION_LIMIT,  # MIP node / solution / improvement limits
+        "kInfeasible": Status.INFEASIBLE,
+        "kUnbounded": Status.UNBOUNDED,
+        "kUnboundedOrInfeasible": Status.ERROR,  # ambiguous: claim neither
         # stopped by ``_watch``'s callbacks on a stop asked (``interrupts``): its bound stands
-        "kInterrupt": "time_limit", "kHighsInterrupt": "time_limit",
+        "kInterrupt": Status.TIME_LIMIT, "kHighsInterrupt": Status.TIME_LIMIT,
         **dict.fromkeys(("kNotset", "kLoadError", "kModelError", "kPresolveError",
-                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit"), "error"),
+                         "kSolveError", "kPostsolveError", "kUnknown", "kMemoryLimit"), Status.ERROR),
     }
     INTERRUPTED = frozenset({"kInterrupt", "kHighsInterrupt"})
     NATIVE_LOG = {"output_flag": True}

@@ -21,6 +21,7 @@ from mtl_opt.resources import physical_memory
 from mtl_opt.solvers.backends.base import (
     LAZY_CUTS, LP, MILP, MIQCP, MIQP, NLP, QCP, QP, Backend, _patched, native_streams,
 )
+from mtl_opt.result import Status
 from mtl_opt.solvers.options import SolveOptions
 
 
@@ -56,21 +57,21 @@ class ScipBackend(Backend):
     TIGHTEST_DUAL_TOLERANCE = 1e-12
     PRIMAL_TOLERANCE = ("numerics/feastol", 1e-6)
     STATUS = {  # pyscipopt Model.getStatus() strings
-        "optimal": "optimal",
-        "gaplimit": "gap_limit",
-        "timelimit": "time_limit",
-        "nodelimit": "iteration_limit",
-        "totalnodelimit": "iteration_limit",
-        "stallnodelimit": "iteration_limit",
-        "sollimit": "iteration_limit",
-        "bestsollimit": "iteration_limit",
-        "restartlimit": "iteration_limit",
-        "infeasible": "infeasible",
-        "unbounded": "unbounded",
-        "inforunbd": "error",  # ambiguous: claim neither
-        "userinterrupt": "time_limit",  # a stop asked (``interrupts``): its dual bound stands
-        "memlimit": "iteration_limit",  # a work limit: SCIP's dual bound at the stop is still valid
-        "unknown": "error",
+        "optimal": Status.OPTIMAL,
+        "gaplimit": Status.GAP_LIMIT,
+        "timelimit": Status.TIME_LIMIT,
+        "nodelimit": Status.ITERATION_LIMIT,
+        "totalnodelimit": Status.ITERATION_LIMIT,
+        "stallnodelimit": Status.ITERATION_LIMIT,
+        "sollimit": Status.ITERATION_LIMIT,
+        "bestsollimit": Status.ITERATION_LIMIT,
+        "restartlimit": Status.ITERATION_LIMIT,
+        "infeasible": Status.INFEASIBLE,
+        "unbounded": Status.UNBOUNDED,
+        "inforunbd": Status.ERROR,  # ambiguous: claim neither
+        "userinterrupt": Status.TIME_LIMIT,  # a stop asked (``interrupts``): its dual bound stands
+        "memlimit": Status.ITERATION_LIMIT,  # a work limit: SCIP's dual bound at the stop is still valid
+        "unknown": Status.ERROR,
     }
     INTERRUPTED = frozenset({"userinterrupt"})
     NATIVE_LOG = {"display/verblevel": 4}
