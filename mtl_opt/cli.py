@@ -204,7 +204,7 @@ def _solve(args) -> int:
             estimator = instance.estimator(backend=args.backend, algorithm=args.algorithm,
                                            time_limit=args.time_limit, rel_gap=args.rel_gap,
                                            verbose=verbose or None)
-            instance.check(estimator, data)  # refusals before any output, as in validate (fit repeats it: cheap)
+            instance.check(estimator, data)  # refusals before any output, as in validate (fit takes its plan)
             if not args.quiet:
                 params = {**instance.params, **({"algorithm": args.algorithm} if args.algorithm else {})}
                 changed = ", ".join(f"{k}={v!r}" for k, v in params.items()) or "defaults"

@@ -28,6 +28,7 @@ import functools
 import hashlib
 import inspect
 import numbers
+import pickle
 import sys
 import time
 import types
@@ -209,7 +210,8 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         with interrupts.stoppable():
             self._check_params()   # before the data: fit reads them with task_column and classes_
             data = self._fit_data(X, y, task, sample_weight)
-            self._check_data(data)
+            if not self._planned(data):
+                self._check_data(data)
             try:
                 if model is not None:
                     self._check_spec(model, data)
@@ -470,6 +472,23 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         fit with them), without fitting: ``mtl-opt validate`` runs it."""
         self._check_params()
         self._check_data(data)
+        self._checked_params = self._params_key()
+
+    def _planned(self, data: MultiTaskData) -> bool:
+        """Whether ``check`` has made the fit's plan (``_check_fit``'s problem, and method where
+        the estimator resolves one) for this very ``data`` object with the parameters as they
+        are now: then ``fit`` takes it as it is, so a checked fit builds and resolves once."""
+        checked, key = getattr(self, "_checked", None), getattr(self, "_checked_params", None)
+        return checked is not None and checked[0] is data and key is not None and (
+            key == self._params_key())
+
+    def _params_key(self) -> bytes | None:
+        """The parameters as bytes (equal bytes: the same setting), or None when one cannot be
+        pickled (then no plan is reused)."""
+        try:
+            return pickle.dumps(self.get_params(deep=False))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return None
 
     def _check_data(self, data: MultiTaskData) -> None:
         """``check``'s refusals of ``data`` with these (checked) parameters."""
@@ -482,15 +501,19 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _check_fit(self, data: MultiTaskData) -> None:
         """The estimator's own refusals of ``data`` and parameter combinations (cheap: no fit).
-        One that builds its problem to check it stores ``self._checked = (data, problem)``, and
-        its ``_fit`` takes it back with ``_checked_problem``: one problem per fit."""
+        One that builds its problem to check it stores ``self._checked = (data, plan)`` (the
+        problem, and what else it resolved), and its ``_fit`` takes it back with
+        ``_checked_problem``: one problem and one resolution per fit."""
 
     def _checked_problem(self, data: MultiTaskData):
-        """``self._problem(data)``: the one ``check`` built for this very ``data`` object (``fit``
-        checks right before it fits), else a new one."""
-        checked, built = getattr(self, "_checked", None) or (None, None)
+        """The plan ``_check_fit`` stored for this very ``data`` object (``fit`` checks right
+        before it fits, unless ``check`` did), made now when there is none; taken once."""
+        checked, plan = getattr(self, "_checked", None) or (None, None)
+        if checked is not data:
+            self._check_fit(data)
+            _, plan = self._checked
         self._checked = None
-        return built if checked is data else self._problem(data)
+        return plan
 
     def _fit(self, data: MultiTaskData) -> FitResult:
         raise NotImplementedError(f"{type(self).__name__} must implement _fit(data).")

@@ -156,21 +156,21 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         self.coef_bound = coef_bound
 
     def _check_fit(self, data: MultiTaskData) -> None:
-        built = self._problem(data)
-        self._method(built[0], self.algorithm, self.backend)
-        self._checked = (data, built)   # the fit that follows uses it (``_checked_problem``)
+        problem, scaler, std_data = self._problem(data)
+        method = self._method(problem, self.algorithm, self.backend)
+        self._checked = (data, (problem, scaler, std_data, method))   # ``_checked_problem``'s plan
 
     def _method(self, problem, algorithm, backend):
         """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
         ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
-        on ``backend``: every refusal comes here, before any work."""
-        method = choose(problem, backend) if algorithm == "exact" else resolve(algorithm)
-        return method.check(problem, backend)
+        on ``backend``: every refusal comes here, before any work, once per candidate."""
+        if algorithm == "exact":
+            return choose(problem, backend)   # the first candidate that accepts the problem
+        return resolve(algorithm).check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:
         options = self.solve_options or SolveOptions()
-        problem, scaler, data = self._checked_problem(data)
-        method = self._method(problem, self.algorithm, self.backend)   # cheap, already checked
+        problem, scaler, data, method = self._checked_problem(data)
         compile_time = _prepared(method)
         deadline = Deadline(options.time_limit)   # the whole fit's budget, passed down
         start = None if init is None else init.extra.get("coef_fitted")
@@ -218,8 +218,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
                 f"{data.task_names} and features {data.feature_names}. Pass that data, or fit "
                 f"on this data first.")
         options = (self.solve_options or SolveOptions()).with_updates(time_limit=time_limit)
-        problem, scaler, std_data = checker._checked_problem(data)
-        method = self._method(problem, algorithm, backend)   # cheap, already checked
+        problem, scaler, std_data, method = checker._checked_problem(data)
         if not method.certifies:
             raise InvalidParameterError(
                 f"certify needs an exact method: one of "
@@ -249,7 +248,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         is refitted on its support; its bound holds since the cuts underestimate F)."""
         if kind not in ("miqp", "master"):
             raise InvalidParameterError(f"kind must be 'miqp' or 'master'; got {kind!r}.")
-        problem, scaler, std_data = self._checked_problem(data)
+        problem, scaler, std_data, _ = self._checked_problem(data)
         method = METHODS["miqp" if kind == "miqp" else "oa_multi_tree"]   # the method this model is
         refusal = method.refusal(problem, None)
         if refusal is not None:   # as fit refuses it: a model that drops a constraint is no export

@@ -89,6 +89,12 @@ class SolveOptions:
         them as ``solve_options__<field>`` (which its ``set_params`` takes)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
+    def __reduce__(self):
+        """Pickled as its fields, the read-only ``solver_options`` as a dict (a mapping proxy has
+        no pickle): for worker processes, and for the key of a fit's plan (``MTLEstimator``)."""
+        return type(self), tuple({**self.get_params(),
+                                  "solver_options": dict(self.solver_options)}.values())
+
     def __sklearn_clone__(self) -> SolveOptions:
         """scikit-learn's ``clone``: an immutable record is its own clone."""
         return self
