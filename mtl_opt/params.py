@@ -76,6 +76,18 @@ class OneOf:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
+class OneOfKeys(OneOf):
+    """One of ``registry``'s keys as they are when a value is checked, or None: a name registered
+    after the class that checks it (a backend module imported later) is accepted."""
+
+    def __init__(self, registry: Mapping):
+        object.__setattr__(self, "registry", registry)
+
+    @property
+    def values(self) -> tuple:
+        return (*self.registry, None)
+
+
 @dataclass(frozen=True)
 class InstanceOf:
     """An instance of the given type(s), described by ``label``."""

@@ -13,6 +13,7 @@ import pytest
 
 from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
+from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import ARMUL
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.solvers import prox
@@ -191,10 +192,19 @@ def test_the_logistic_loss_takes_the_same_tree():
                   seed=0)
     data = MultiTaskData(Xs, ys)
     result = ARMUL(algorithm="exact", **params).fit(data).result_
-    assert result.status == "optimal"
+    assert result.status == "optimal" and result.backend is None   # the tree uses no backend
     assert result.lower_bound <= upper * (1 + 1e-9)
     assert lower * (1 - 1e-9) <= result.objective <= upper * (1 + 2e-6)
     assert result.objective <= ARMUL(**params).fit(data).result_.objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("backend", ["scip", "highs", "gurobi"])
+def test_the_tree_refuses_every_backend_alike(backend):
+    """It hands no backend a model, so naming one is refused the same way whichever it is (it
+    used to accept SCIP, refuse HiGHS and demand gurobipy for Gurobi, and report SCIP)."""
+    data = armul_simulation(m=4, n=20, d=3, seed=0).data
+    with pytest.raises(InvalidParameterError, match="runs on mtl_opt itself"):
+        ARMUL("clustered", n_components=2, algorithm="exact", backend=backend).check(data)
 
 
 def test_a_cut_fit_never_raises_and_logs_the_tree():

@@ -68,12 +68,12 @@ ARMUL_MODELS = {("vanilla", "squared"): "qcp", ("vanilla", "logistic"): "nlp",
 def armul_refused(structure, loss, algorithm, backend, case):
     if algorithm == "prox":
         return backend is not None   # runs in numpy
-    if (structure, loss) not in ARMUL_MODELS or backend == "highs":
+    if (structure, loss) not in ARMUL_MODELS:
         return True
     kind = ARMUL_MODELS[structure, loss]
-    if kind is not None and kind not in SOLVES[backend or "scip"]:
-        return True
-    return structure == "clustered" and case == "rank-deficient task"
+    if kind is None:   # no model (the clustered tree): any backend named is refused alike
+        return backend is not None or case == "rank-deficient task"
+    return backend == "highs" or kind not in SOLVES[backend or "scip"]
 
 
 def sparse_refused(algorithm, backend, case, variant):

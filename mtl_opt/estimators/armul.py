@@ -27,6 +27,7 @@ from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from ..solvers.progress import Progress
+from ..params import OneOfKeys
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
 
 #: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
@@ -182,7 +183,7 @@ class ARMUL(GLMTasks):
         branch and bound over assignments (clustered, both losses); no low-rank method.
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
         Only with algorithm="exact": the backend of vanilla's exact model, "scip" (None) or
-        "gurobi" (clustered's branch and bound uses none).
+        "gurobi"; clustered's branch and bound uses none (a backend named is refused).
     fit_intercept, standardize : bool, default=True
         See ``GLMTasks``.
     n_init : int, default=10
@@ -237,7 +238,7 @@ class ARMUL(GLMTasks):
         "n_components": [OneOf((None,)), Interval(1, None, integer=True)],
         "c": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
-        "backend": [OneOf((None, *BACKENDS))],
+        "backend": [OneOfKeys(BACKENDS)],
         "n_init": [Interval(1, None, integer=True)],
         "max_iter": [Interval(1, None, integer=True)],
         "seed": [OneOf((None,)), Interval(0, None, integer=True)],
@@ -299,7 +300,7 @@ class ARMUL(GLMTasks):
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter,
                            progress=Progress(options.verbose, scale=self._response_scale.value(1.0)))
-        return self._finish(data, run, options, method.name, method.backend_for(self.backend))
+        return self._finish(data, run, options, method.name, method.backend_for(self.backend, structured))
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:
         """The SCIP model behind ``algorithm="exact"`` (``formulations.armul``: vanilla convex, or

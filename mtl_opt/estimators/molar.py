@@ -22,6 +22,7 @@ from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import ModelSpec, indexed_values
+from ..params import OneOfKeys
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
 
 
@@ -124,7 +125,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
         "threshold": [OneOf(formulation.THRESHOLDS)],
         "c_gamma": [Interval(0.0, None)],
         "algorithm": [OneOf(tuple(METHODS))],
-        "backend": [OneOf((*BACKENDS, None))],
+        "backend": [OneOfKeys(BACKENDS)],
         "sigma": SIGMA,
         "fit_intercept": [BOOLEAN],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
@@ -164,7 +165,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
         fit = molar_fit(fits, data.counts, sigma, c_gamma=self.c_gamma, threshold=self.threshold,
                         method=method, backend=self.backend, options=options, deadline=deadline)
         return self._molar_result(data, fit, options, [{"stage": "ols", "time": ols_time}],
-                                  method.name, method.backend_for(self.backend))
+                                  method.name, method.backend_for(self.backend, None))
 
     def _local_fits(self, data: MultiTaskData):
         """The per-task OLS fits and the noise levels MOLAR uses."""

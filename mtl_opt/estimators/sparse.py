@@ -21,6 +21,7 @@ from ..solvers.options import SolveOptions
 from ..reductions import ObjectiveScale
 from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
+from ..params import OneOfKeys
 from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted, SequenceOf
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
@@ -123,7 +124,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         "lambda_bbar": [Interval(0.0, None)],
         "lambda_zbar": [Interval(0.0, None)],
         "algorithm": [OneOf(NAMES)],
-        "backend": [OneOf((*BACKENDS, None))],
+        "backend": [OneOfKeys(BACKENDS)],
         "solve_options": [OneOf((None,)), InstanceOf((SolveOptions,), "a SolveOptions")],
         "standardize": [BOOLEAN],
         "fit_intercept": [BOOLEAN],
@@ -267,7 +268,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
             self.n_iter_ = warm.n_iter
             B, z = run.estimate
             return self._result(problem, scaler, std_data, dataclasses.replace(run, estimate=B, support=z),
-                                method, method.backend_for(None), options)
+                                method, method.backend_for(None, problem), options)
 
         if kind == "master":
             def decode(solved):
@@ -357,7 +358,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
             objective_name=f"F ({self.variant}" + (", standardized data" if scaler else "")
             + self._box_statement(run.lower_bound is not None) + ")",
             solver=f"{method.name} ({run.native['solver']})",
-            algorithm=method.name, backend=method.backend_for(backend),
+            algorithm=method.name, backend=method.backend_for(backend, problem),
             extra={"coef_fitted": B, "support": z, "n_iter": self.n_iter_})
 
 

@@ -182,12 +182,12 @@ def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadlin
 
 #: Method name -> Method; ``ARMUL(algorithm=...)`` names one.
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("prox", (None,), True, _anything, _prox,
+    Method("prox", None, True, _anything, _prox,
            "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, no "
            "bound; low-rank, with the independent-tasks bound)", None,
            "dual feasible point from the iterate (vanilla); the independent-tasks dual bound "
            "(low-rank)"),
-    Method("exact", ("scip", "gurobi"), True, _exact_refusal, _exact,
+    Method("exact", None, True, _exact_refusal, _exact,
            "the exact Pyomo model (vanilla QCP / NLP); clustered: branch and bound over "
            "task-to-cluster assignments (armul_tree)", _model_class,
            "our dual bound at the backend's point (vanilla); the least safe bound over the "

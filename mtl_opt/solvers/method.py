@@ -18,7 +18,7 @@ from typing import Any
 from .. import interrupts
 from ..errors import CapabilityError, InvalidParameterError, MTLOptError
 from ..result import STOPS, Status, checked_bound, relative_gap
-from .backends import get_backend
+from .backends import BACKENDS, get_backend
 
 #: Keys of every exact run's ``SolverRun.log`` rows (``solvers.progress``: one row format on every
 #: path, a row at least every ``progress.EVERY`` seconds): ``time`` (s since the run began),
@@ -87,9 +87,12 @@ def final_status(run: SolverRun, rel_gap: float) -> Status:
 class Method:
     """One algorithm of a family.
 
-    ``backends``: the backend names it runs on (``(None,)`` for a method in numpy; the first is
-    the default); ``problem_class``: what that backend must solve, a class of ``backends`` or a
-    function of the problem giving it (None: no backend, or a problem the method refuses).
+    ``problem_class``: the class of problem it hands a backend (``backends.PROBLEM_CLASSES``), or a
+    function of the problem giving it; None: it hands none (a method in numpy, or a structure
+    solved without a backend).  Which backends run it follows from their capabilities
+    (``runs_on``: a new backend module is accepted with no other edit), unless ``backends``
+    limits it to a few names (the first the default): a method written against one backend's own
+    API, or one measured unsound elsewhere.
     ``certifies``: whether its runs carry a proven lower bound, and ``bound_source`` says what
     that bound is.  ``refuse(problem, backend)`` says why it cannot run (None when it can),
     cheaply, before any work; ``refusal`` adds the backend's side.  ``solve(problem, incumbent,
@@ -102,7 +105,7 @@ class Method:
     """
 
     name: str
-    backends: tuple
+    backends: tuple | None
     certifies: bool
     refuse: Callable[[Any, str | None], str | None]
     solve: Callable[..., SolverRun]
@@ -115,25 +118,41 @@ class Method:
         """Why this method cannot run ``problem`` on ``backend`` (None: the default one), as the
         error ``check`` raises, or None: the one capability decision of every family, made from
         the problem and the backends' capability flags (no solver is imported)."""
-        problem_class = (self.problem_class(problem) if callable(self.problem_class)
-                         else self.problem_class)
-        return (self.backend_refusal(problem_class, backend)
+        return (self.backend_refusal(self.class_of(problem), backend)
                 or _refused(self.refuse(problem, backend)))
+
+    def class_of(self, problem) -> str | None:
+        """The class of problem this method hands a backend for ``problem`` (None: none)."""
+        return self.problem_class(problem) if callable(self.problem_class) else self.problem_class
+
+    def runs_on(self, problem_class: str | None) -> tuple:
+        """The backends that run this method on a ``problem_class`` problem, the default first:
+        ``(None,)`` when it hands a backend none; else ``backends`` where the method limits them,
+        or every registered backend whose capabilities include the class (``BACKENDS`` order)."""
+        if problem_class is None:
+            return (None,)
+        if self.backends is not None:
+            return self.backends
+        return tuple(name for name, cls in BACKENDS.items() if problem_class in cls.capabilities)
 
     def backend_refusal(self, problem_class: str | None, backend: str | None) -> MTLOptError | None:
         """Why ``backend`` (None: the default) cannot run this method on a ``problem_class``
         problem: a CapabilityError naming who can when the backend cannot solve that class, an
         InvalidParameterError when the method does not run on it; None when it can."""
-        used = self.backend_for(backend)
+        used = self._used(backend, problem_class)
         if used is not None and problem_class is not None:
             try:
                 get_backend(used).check(problem_class)
             except CapabilityError as exc:
                 return CapabilityError(f"algorithm={self.name!r} needs {problem_class.upper()} "
                                        f"here: {exc}")
-        if backend is not None and backend not in self.backends:
-            runs_on = ("mtl_opt itself (no backend)" if self.backends == (None,)
-                       else " or ".join(repr(b) for b in self.backends))
+        names = self.runs_on(problem_class)
+        if not names:
+            return CapabilityError(f"algorithm={self.name!r} needs {problem_class.upper()}, which "
+                                   f"no registered backend solves")
+        if backend is not None and backend not in names:
+            runs_on = ("mtl_opt itself (no backend)" if names == (None,)
+                       else " or ".join(repr(b) for b in names))
             return InvalidParameterError(
                 f"algorithm={self.name!r} runs on {runs_on}; got backend={backend!r}")
         return None
@@ -145,14 +164,19 @@ class Method:
         refusal = self.refusal(problem, backend)
         if refusal is not None:
             raise refusal
-        if self.backend_for(backend) is not None:
-            get_backend(self.backend_for(backend))._require_available()
+        if (used := self.backend_for(backend, problem)) is not None:
+            get_backend(used)._require_available()
         return self
 
-    def backend_for(self, backend: str | None) -> str | None:
-        """The backend a run asked for ``backend`` uses: it, or the method's default (None: the
-        method runs in mtl_opt itself)."""
-        return backend if backend is not None else self.backends[0]
+    def backend_for(self, backend: str | None, problem) -> str | None:
+        """The backend a run of ``problem`` asked for ``backend`` uses: it, or the method's
+        default (None: the method hands ``problem`` no backend)."""
+        return self._used(backend, self.class_of(problem))
+
+    def _used(self, backend: str | None, problem_class: str | None) -> str | None:
+        if problem_class is None:
+            return None
+        return backend if backend is not None else next(iter(self.runs_on(problem_class)), None)
 
 
 def _refused(reason: str | None) -> InvalidParameterError | None:

@@ -100,10 +100,10 @@ def _never(problem, backend) -> None:
 
 #: Algorithm name -> Method; both solve the same problem and certify it.
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("closed_form", (None,), True, _never, _closed_form,
+    Method("closed_form", None, True, _never, _closed_form,
            "covariate-wise weighted median by sorting", None,
            "dual feasible point built from the median"),
-    Method("lp", ("highs", "scip", "gurobi"), True, _never, _lp,
+    Method("lp", None, True, _never, _lp,
            "one LP over all covariates, centred and scaled to [-1, 1]", "lp",
            "the better of the LP's duals made feasible and the median's dual point"),
 )}
@@ -120,7 +120,7 @@ def solve_median(found: Method, problem: MedianProblem, options: SolveOptions,
     """Run ``found`` on the columns some task weighs; the others add 0 at any z and get z_k = 0."""
     pooled = np.any(problem.weights > 0, axis=0)
     run = found.solve(MedianProblem(problem.values[:, pooled], problem.weights[:, pooled]), None,
-                      options, deadline, found.backend_for(backend))
+                      options, deadline, found.backend_for(backend, problem))
     z = np.zeros(problem.values.shape[1])
     z[pooled] = run.estimate
     run.estimate = z
