@@ -179,12 +179,14 @@ class SparseMTL(SampleWeighted, MTLEstimator):
             raise InvalidParameterError(
                 f"init has coefficients of shape {np.shape(start)}; this data needs "
                 f"{(data.n_tasks, data.n_features)}.")
-        warm = METHODS["bcd"].solve(problem, start, options,
-                                    deadline if method.name == "bcd" else deadline.share(BCD_SHARE),
-                                    None, max_iter=self.max_iter, local_search=self.local_search)
+        settings = {"max_iter": self.max_iter, "local_search": self.local_search}
+        if not method.needs_incumbent:
+            run = method.solve(problem, start, options, deadline, None, **settings)
+            self.n_iter_ = run.native["n_iter"]
+            return self._result(problem, scaler, data, run, method, None, options)
+        warm = METHODS["bcd"].solve(problem, start, options, deadline.share(BCD_SHARE), None,
+                                    **settings)   # the warm start, within the fit's budget
         self.n_iter_ = warm.native["n_iter"]
-        if method.name == "bcd":
-            return self._result(problem, scaler, data, warm, method, None, options)
         result = self._result(problem, scaler, data,
                               run_exact(method, problem, warm.estimate, options, deadline, self.backend),
                               method, self.backend, options)

@@ -99,6 +99,9 @@ class Method:
     options, deadline, backend, **settings) -> SolverRun``: ``deadline`` is the fit's
     (``mtl_opt.deadline``); an exact method's settings include ``progress``
     (``solvers.progress.Progress``: its live log).
+    ``needs_incumbent``: it starts from an incumbent, which the estimator's warm start (the
+    family's heuristic) gives it within the fit's budget; otherwise the estimator runs it from
+    its own start.
     ``prepare()`` (None: nothing) does the work a method needs once per process, such as compiling
     kernels; estimators call it after ``check`` and before their deadline starts, so no time limit
     pays for it and ``check`` (``mtl-opt validate``) never does.
@@ -113,6 +116,7 @@ class Method:
     problem_class: str | Callable[[Any], str | None] | None = None
     bound_source: str | None = None
     prepare: Callable[[], Any] | None = None
+    needs_incumbent: bool = False
 
     def refusal(self, problem, backend: str | None) -> MTLOptError | None:
         """Why this method cannot run ``problem`` on ``backend`` (None: the default one), as the

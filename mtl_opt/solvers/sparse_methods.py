@@ -133,15 +133,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "block IHT + local search (no bound)"),
     Method("oa_multi_tree", None, True, _oa_scope, _oa,
            "outer approximation, multi-tree (MILP master re-solved between cuts)",
-           "milp", "outer-approximation master dual bound"),
+           "milp", "outer-approximation master dual bound", needs_incumbent=True),
     Method("oa_single_tree", ("scip",), True, _oa_scope, _oa_single_tree,
            "outer approximation, single-tree (cuts inside one SCIP search)",
-           "milp", "outer-approximation master dual bound"),
+           "milp", "outer-approximation master dual bound", needs_incumbent=True),
     Method("miqp", ("scip",), True, _exact_curvature, _miqp,
-           "Big-M perspective MIQP", "miqp", "Big-M MIQP dual bound"),
+           "Big-M perspective MIQP", "miqp", "Big-M MIQP dual bound", needs_incumbent=True),
     Method("bnb", None, True, _bnb_scope, _bnb,
            "branch and bound, perspective-dual node bounds",
-           None, "smallest open node's perspective dual bound", _bnb_module),
+           None, "smallest open node's perspective dual bound", _bnb_module, needs_incumbent=True),
 )}
 #: Names ``algorithm=`` accepts: the methods and "exact" (``choose``).
 NAMES = (*METHODS, "exact")
