@@ -219,6 +219,21 @@ class ArmulProblem:
         """Cholesky factors of each task's Gram matrix on its active columns (None if singular)."""
         return [_cholesky(G[np.ix_(a, a)]) for G, a in zip(self.gram, self.active)]
 
+    @cached_property
+    def _provable_tasks(self) -> np.ndarray:
+        """(m,) bool: the tasks whose own minimum the independent bound can prove (a Gram matrix
+        nonsingular on the active columns, also by its safe smallest eigenvalue)."""
+        return np.array([f is not None for f in self._task_factors]) & (
+            self._task_min_eigenvalues > 0)
+
+    def _in_domain(self, s) -> np.ndarray:
+        """(m,) bool: the tasks whose s_j lies in the conjugate's domain (logistic:
+        (1 - 2 y) s / c in [0, 1]; every task for the squared loss)."""
+        if self.loss == "squared":
+            return np.ones(self.m, dtype=bool)
+        a = np.where(self.mask, (1 - 2 * self.y) * s / self.row_weight[:, None], 0.0)
+        return np.all((a >= 0) & (a <= 1), axis=1)
+
     def restricted(self, columns) -> "ArmulProblem":
         """The problem with task j's columns outside ``columns[j]`` ((m, d) bool) set to zero:
         the same objective at any Theta that is 0 there, and a task design of full rank when
@@ -231,8 +246,10 @@ class ArmulProblem:
         """A proven lower bound on the optimum from the iterate Theta, or None.
 
         coupling: "vanilla" (one free center), "pooled" (theta_j all equal),
-        "independent" (lambda = 0; None unless every task's Gram matrix is nonsingular on its
-        nonzero columns: ``restricted`` makes it so) or "fixed" (centers Gamma given, (m, d)).
+        "independent" (lambda = 0: each task's own minimum; a task whose Gram matrix is singular
+        on its nonzero columns, or whose projected dual point leaves the logistic conjugate's
+        domain, adds its trivial bound 0 (s_j = 0: its loss is >= 0), and ``restricted``
+        makes a task's design full rank) or "fixed" (centers Gamma given, (m, d)).
         needed: the least bound worth proving.  When the dual value is below it before its
         float-safety terms (``_violation``, the linear term's rounding: they only lower it),
         they are skipped, about half the cost, and the answer is None: a gap check that cannot
@@ -250,13 +267,14 @@ class ArmulProblem:
             s = s - self.row_weight[:, None] * self.scores(
                 np.tile(scipy.linalg.cho_solve(self._pooled_factor, r), (self.m, 1)))
         elif coupling == "independent":
-            if any(f is None for f in self._task_factors):
-                return None
             r = self._transposed(s)
             step = np.zeros_like(r)  # zero columns: X_j^T s_j is exactly 0 there already
-            for j, (f, a) in enumerate(zip(self._task_factors, self.active)):
-                step[j, a] = scipy.linalg.cho_solve(f, r[j, a]) / self.n[j]
-            s = s - self.scores(step)
+            proven = self._provable_tasks
+            for j in np.flatnonzero(proven):
+                a = self.active[j]
+                step[j, a] = scipy.linalg.cho_solve(self._task_factors[j], r[j, a]) / self.n[j]
+            s = np.where((proven & self._in_domain(s - self.scores(step)))[:, None],
+                         s - self.scores(step), 0.0)
         u_norm = np.linalg.norm(self._transposed(s), axis=1)
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
@@ -355,7 +373,8 @@ class ArmulProblem:
         radius = self._radius(coupling, upper)
         if radius is None:
             return None
-        return total + float(np.sum(residual * radius))
+        terms = np.multiply(residual, radius, out=np.zeros_like(residual), where=residual > 0)
+        return total + float(np.sum(terms)) if np.all(np.isfinite(terms)) else None
 
     def _upper_value(self, Theta, coupling, centers) -> float:
         """An upper bound on the optimum of the coupled problem: F at a feasible point from
@@ -401,10 +420,9 @@ class ArmulProblem:
         weighted_y = np.sqrt(self.row_weight) * np.linalg.norm(self.y, axis=1)
         fit = np.sqrt(2 * upper)
         if coupling == "independent":  # on active columns: u_j is exactly 0 on the others
-            eig = self._task_min_eigenvalues
-            if np.any(eig <= 0):
-                return None
-            return 2 * (weighted_y + fit) / np.sqrt(self.w * eig)
+            eig = self._task_min_eigenvalues   # none where it is not > 0 (there s_j = 0 exactly)
+            return np.divide(2 * (weighted_y + fit), np.sqrt(self.w * np.maximum(eig, 0.0)),
+                             out=np.full(self.m, np.inf), where=eig > 0)
         eig = self._pooled_min_eigenvalue
         if eig <= 0:
             return None

@@ -20,7 +20,7 @@ from .. import __version__
 from ..deadline import Deadline
 from ..errors import InvalidParameterError, MTLOptError
 from ..formulations.armul import ArmulProblem
-from . import prox
+from . import glm, prox
 from .armul_scip import solve_exact
 from .armul_tree import solve_tree
 from .backends import NLP, QCP
@@ -64,11 +64,16 @@ def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
               deadline: Deadline, **settings) -> prox.ProxRun:
     """The alternating search, with the independent-tasks bound: without the rank constraint
     every center can sit on its task, so sum_j min f_j (``dual_bound(..., "independent")``,
-    safe in floating point; None when a task's design is rank deficient) is below the low-rank
-    optimum.  Weak, but proven: the fit reports a gap, not ``heuristic``."""
+    safe in floating point; a task it cannot prove, rank deficient or with fewer rows than
+    coefficients, adds 0) is below the low-rank optimum.  Weak, but proven on every fit: a gap,
+    never ``heuristic``.  The squared loss's dual point is projected exactly from any iterate;
+    the logistic one is taken at each task's own fit, where it needs almost no projection and
+    stays in the conjugate's domain."""
     run = prox.lowrank_armul(problem.problem, problem.n_components, anchors,
                              rel_gap=options.rel_gap, deadline=deadline)
-    return replace(run, lower_bound=problem.problem.dual_bound(run.theta, "independent"))
+    at = (run.theta if problem.problem.loss == "squared"
+          else glm.task_fits(problem.problem, problem.problem.active))
+    return replace(run, lower_bound=problem.problem.dual_bound(at, "independent"))
 
 
 def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
