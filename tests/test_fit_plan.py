@@ -87,3 +87,21 @@ def test_solve_options_pickle_with_their_read_only_solver_options():
     options = SolveOptions(time_limit=3, threads=1, solver_options={"limits/gap": 0.5})
     back = pickle.loads(pickle.dumps(options))
     assert back == options and isinstance(back.solver_options, MappingProxyType)
+
+
+def test_the_exact_choice_still_requires_its_backend_installed(monkeypatch, traced):
+    """choose asks each refusal once; the backend the chosen method runs on must still be
+    installed, before any work."""
+    import numpy as np
+
+    from mtl_opt.errors import SolverUnavailableError
+    from mtl_opt.solvers.backends import HighsBackend
+
+    monkeypatch.setattr(HighsBackend, "available", lambda self: False)
+    monkeypatch.setattr(HighsBackend, "unavailable_reason", lambda self: "removed for this test")
+    rng = np.random.default_rng(1)
+    data = MultiTaskData([rng.normal(size=(40, 4)) for _ in range(2)],
+                         [rng.normal(size=40) for _ in range(2)])
+    with pytest.raises(SolverUnavailableError, match="removed for this test"):
+        SparseMTL(s=2, lambda_ridge=0.1, algorithm="exact", backend="highs").check(data)
+    assert traced["refusal oa_single_tree"] == 1 and traced["refusal oa_multi_tree"] == 1

@@ -166,7 +166,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
         on ``backend``: every refusal comes here, before any work, once per candidate."""
         if algorithm == "exact":
-            return choose(problem, backend)   # the first candidate that accepts the problem
+            return choose(problem, backend).installed(problem, backend)   # refusals asked once
         return resolve(algorithm).check(problem, backend)
 
     def _fit(self, data: MultiTaskData, init: FitResult | None = None) -> FitResult:

@@ -168,6 +168,12 @@ class Method:
         refusal = self.refusal(problem, backend)
         if refusal is not None:
             raise refusal
+        return self.installed(problem, backend)
+
+    def installed(self, problem, backend: str | None) -> "Method":
+        """This method, once the backend a run of ``problem`` on ``backend`` uses is installed
+        (else SolverUnavailableError): ``check``'s second half, for a method whose refusal was
+        already asked (``sparse_methods.choose``)."""
         if (used := self.backend_for(backend, problem)) is not None:
             get_backend(used)._require_available()
         return self
