@@ -273,8 +273,8 @@ class ArmulProblem:
             for j in np.flatnonzero(proven):
                 a = self.active[j]
                 step[j, a] = scipy.linalg.cho_solve(self._task_factors[j], r[j, a]) / self.n[j]
-            s = np.where((proven & self._in_domain(s - self.scores(step)))[:, None],
-                         s - self.scores(step), 0.0)
+            projected = s - self.scores(step)
+            s = np.where((proven & self._in_domain(projected))[:, None], projected, 0.0)
         u_norm = np.linalg.norm(self._transposed(s), axis=1)
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
