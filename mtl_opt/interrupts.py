@@ -101,10 +101,23 @@ def _handler(signum, frame):
     raise KeyboardInterrupt
 
 
+#: The resource tracker's warning about named semaphores a killed worker left (``-W`` form).
+TRACKER_WARNING = "ignore:resource_tracker:UserWarning"
+
+
 @contextlib.contextmanager
 def cli_signals():
     """``mtl-opt``'s whole run: SIGINT and SIGTERM through ``_handler``, a second one exits at
-    once.  The previous handlers come back at exit."""
+    once.  The previous handlers come back at exit.
+
+    A worker killed on a stop (``LocalWorkers.close``) may leave a semaphore it made; the
+    resource tracker unlinks it at its end, so nothing stays behind, but says so on the terminal
+    after our one line (CI saw it once under load, after one Ctrl-C on the clustered tree).  The
+    tracker, started later by this process, takes its ``-W`` options from ``sys.warnoptions``
+    (``subprocess._args_from_interpreter_flags``, in Python's tracker and loky's), so that one
+    warning is ignored there; its cleanup is not."""
+    if TRACKER_WARNING not in sys.warnoptions:
+        sys.warnoptions.append(TRACKER_WARNING)
     if threading.current_thread() is not threading.main_thread():
         yield
         return

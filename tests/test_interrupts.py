@@ -271,3 +271,20 @@ def test_an_interrupted_fit_keeps_its_incumbent_and_proven_bound(folder, python_
     assert result.wall_time < 60
     assert json.loads(result.to_json())["status"] == "interrupted"
     assert not interrupts.requested()   # the next fit runs in full
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_the_resource_trackers_leak_warning_is_ignored_under_the_cli(quiet):
+    """A semaphore left by a process that dies without unlinking it (a worker killed on a stop)
+    is unlinked by the resource tracker at its end; under ``cli_signals`` the tracker's warning
+    about it no longer prints after our one line (without it, it does: the control)."""
+    code = textwrap.dedent(f"""
+        import contextlib, multiprocessing, os
+        from mtl_opt import interrupts
+        with interrupts.cli_signals() if {quiet} else contextlib.nullcontext():
+            lock = multiprocessing.get_context("spawn").Lock()   # named, tracked
+            os._exit(0)                                           # dies without unlinking it
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0
+    assert ("leaked semaphore" in run.stderr) is not quiet, run.stderr

@@ -17,6 +17,7 @@ from sklearn.utils.validation import has_fit_parameter
 from mtl_opt.data import MultiTaskData
 from mtl_opt.data.weights import weighted_twin
 from mtl_opt.errors import InvalidDataError, InvalidParameterError
+from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.estimators import (ARMUL, MOLAR, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL,
                                 MOLARLogistic, PerTaskOLS, PooledOLS, SparseMTL)
 
@@ -64,8 +65,13 @@ def test_integer_weights_equal_row_duplication_certificates_included(est, seed):
     np.testing.assert_allclose(weighted.coef, duplicated.coef, rtol=TOL, atol=TOL)
     np.testing.assert_allclose(weighted.intercept, duplicated.intercept, rtol=TOL, atol=TOL)
     assert _relative(weighted.objective, duplicated.objective) < TOL
-    if duplicated.lower_bound is not None:
-        assert _relative(weighted.lower_bound, duplicated.lower_bound) < TOL
+    if duplicated.lower_bound is not None:   # two certificates of one optimum: each within the
+        # gap asked (SolveOptions' rel_gap, 1e-6) of it, so of each other; neither above the
+        # other's objective (CI's oldest pass under load saw 9.6e-7 between them once)
+        gap = SolveOptions().rel_gap
+        assert _relative(weighted.lower_bound, duplicated.lower_bound) <= 2 * gap
+        assert weighted.lower_bound <= duplicated.objective * (1 + TOL)
+        assert duplicated.lower_bound <= weighted.objective * (1 + TOL)
     assert "weighted by sample_weight" in weighted.objective_name
 
 
