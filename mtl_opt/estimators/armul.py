@@ -27,8 +27,7 @@ from ..solvers.backends import BACKENDS
 from ..deadline import Deadline
 from ..solvers.options import SolveOptions
 from ..solvers.progress import Progress
-from ..params import OneOfKeys
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, OneOfKeys, SampleWeighted
 
 #: The paper's grid of c (Section 5.1); lambda_j = c sqrt(d / n_j).
 PAPER_C_GRID = tuple(round(0.2 * i, 1) for i in range(1, 11))

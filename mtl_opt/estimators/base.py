@@ -54,14 +54,16 @@ from ..errors import (
     UnavailableMethodError,
 )
 from ..identifiability import check_some_signal, named_pairs
-from ..params import NONE, BOOLEAN, InstanceOf, Interval, OneOf, SequenceOf, validate, validate_attributes
+from ..params import (NONE, BOOLEAN, InstanceOf, Interval, OneOf, OneOfKeys, SequenceOf, validate,
+                      validate_attributes)
 from ..deadline import Deadline, DeadlineReached
 from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
-__all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "SampleWeighted", "SequenceOf"]  # constraints: re-exported
+__all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "OneOfKeys",  # constraints:
+           "SampleWeighted", "SequenceOf"]                                            # re-exported
 
 #: The parameters every estimator takes for scikit-learn's tools (each ``__init__`` lists them
 #: last, keyword-only): where the per-row task label is read from, and what ``predict`` does with

@@ -22,8 +22,7 @@ from ..solvers.molar_methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import ModelSpec, indexed_values
-from ..params import OneOfKeys
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted
+from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, OneOfKeys, SampleWeighted
 
 
 class MOLAR(SampleWeighted, MTLEstimator):

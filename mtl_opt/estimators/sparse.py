@@ -21,8 +21,8 @@ from ..solvers.options import SolveOptions
 from ..reductions import ObjectiveScale
 from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
-from ..params import OneOfKeys
-from .base import BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, SampleWeighted, SequenceOf
+from .base import (BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, OneOfKeys,
+                   SampleWeighted, SequenceOf)
 
 #: Share of ``time_limit`` the bcd warm start may use before an exact solver.
 BCD_SHARE = 0.5

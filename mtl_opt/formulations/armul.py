@@ -193,7 +193,7 @@ class ArmulProblem:
             terms = np.where(self.mask, s * self.y + s**2 / (2 * c), 0.0)
             size = np.where(self.mask, np.abs(s * self.y) + s**2 / (2 * c), 0.0)
             return float(np.sum(terms)), rounding_factor(self.mask.sum() + 5) * float(np.sum(size))
-        a = np.where(self.mask, (1 - 2 * self.y) * s / c, 0.0)
+        a = self._other_label_probability(s)
         if np.any(a < 0) or np.any(a > 1):
             return None
         terms = c * (xlogy(a, a) + xlogy(1 - a, 1 - a))
@@ -227,12 +227,16 @@ class ArmulProblem:
             self._task_min_eigenvalues > 0)
 
     def _in_domain(self, s) -> np.ndarray:
-        """(m,) bool: the tasks whose s_j lies in the conjugate's domain (logistic:
-        (1 - 2 y) s / c in [0, 1]; every task for the squared loss)."""
+        """(m,) bool: the tasks whose s_j lies in the conjugate's domain (logistic: the
+        probabilities ``_other_label_probability`` in [0, 1]; every task for the squared loss)."""
         if self.loss == "squared":
             return np.ones(self.m, dtype=bool)
-        a = np.where(self.mask, (1 - 2 * self.y) * s / self.row_weight[:, None], 0.0)
+        a = self._other_label_probability(s)
         return np.all((a >= 0) & (a <= 1), axis=1)
+
+    def _other_label_probability(self, s) -> np.ndarray:
+        """a = (1 - 2 y) s / c: the logistic conjugate's argument (0 off the mask)."""
+        return np.where(self.mask, (1 - 2 * self.y) * s / self.row_weight[:, None], 0.0)
 
     def restricted(self, columns) -> "ArmulProblem":
         """The problem with task j's columns outside ``columns[j]`` ((m, d) bool) set to zero:

@@ -20,6 +20,7 @@ when it is feasible.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
@@ -143,7 +144,7 @@ class OAStart(NamedTuple):
     """What both outer-approximation loops start from (``oa_start``)."""
 
     options: SolveOptions    # the fit's, with the exact tolerances (``exact_options``)
-    user_options: dict       # the user's own solver_options, which stay above ours
+    user_options: Mapping    # the user's own solver_options, which stay above ours
     best: np.ndarray         # a feasible point (``feasible_start``) and its indicators
     best_z: np.ndarray
     master: pyo.ConcreteModel   # with its first cuts (``initial_master``)
