@@ -382,6 +382,38 @@ def test_bad_native_option_is_named_before_solving():
 
 
 @pytest.mark.parametrize("name", backends_with("lp"))
+def test_a_process_started_while_options_are_checked_does_not_hold_the_solve(name, monkeypatch, capfd):
+    """Cross-validation starts its workers from a thread while this process checks a fit's native
+    options: such a process inherits fds 1 and 2 as they are then.  Pyomo's capture_output made
+    them a pipe that a thread drains to its end: it ended only with that process (CI: 100 s, then
+    Pyomo's "deadlock" RuntimeError, exit 1 after a Ctrl-C).  Here a process started inside the
+    check lives 30 s; the solve must not wait for it."""
+    import subprocess
+    import sys
+    import time
+
+    backend = get_backend(name)
+    started = []
+    accepts = type(backend)._accepts
+
+    def accepts_and_start(self, probe, key, value):
+        if not started:
+            started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]))
+        return accepts(self, probe, key, value)
+    monkeypatch.setattr(type(backend), "_accepts", accepts_and_start)
+    option = {"highs": {"presolve": "on"}, "scip": {"presolving/maxrounds": -1}}[name]
+    clock = time.monotonic()
+    try:
+        result = backend.solve(lp_0(), "lp", SolveOptions(solver_options=option), deadline=Deadline())
+        took = time.monotonic() - clock
+    finally:
+        started[0].kill()
+        started[0].wait()
+    assert result.status == "optimal" and took < 15, took   # ~0.1 s; the old capture: >= 30 s
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", backends_with("lp"))
 def test_every_common_option_is_a_valid_native_option(name, capfd):
     backend = get_backend(name)
     backend.solve(lp_0(), "lp", deadline=Deadline())  # a first run with default threads (HiGHS fixes them per thread)

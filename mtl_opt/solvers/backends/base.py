@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pyomo.environ as pyo  # importing it registers the contrib solvers
-from pyomo.common.tee import capture_output
 from pyomo.common.timing import HierarchicalTimer
 from pyomo.contrib.solver.common.factory import SolverFactory
 from pyomo.contrib.solver.common.results import SolutionStatus
@@ -464,11 +463,16 @@ class Backend(abc.ABC):
             )
 
     def _reject_bad_options(self, solver_options: Mapping[str, Any]) -> None:
-        """Refuse native options the solver rejects, before solving (HiGHS would only log them)."""
+        """Refuse native options the solver rejects, before solving (HiGHS would only log them).
+
+        The native setters print their complaints: to /dev/null (``native_streams``), never into
+        a pipe drained by a thread, as Pyomo's ``capture_output`` does: a process started
+        meanwhile by another thread (cross-validation's workers) inherits the pipe, which then
+        never ends, and Pyomo waited 100 s for it before raising."""
         if not solver_options:
             return
         bad = []
-        with capture_output(capture_fd=True):  # native setters print their complaints
+        with native_streams(False):
             probe = self._new_native_model()
             for key, value in solver_options.items():
                 try:
