@@ -169,7 +169,9 @@ def test_a_user_mask_excludes_a_varying_column_on_bcd_and_the_exact_models():
     B = fit_bcd(problem, deadline=Deadline()).coef
     assert B[0, 0] == 0.0 and problem.feasible(B)
     for exact in (solve_oa(problem, get_backend("highs"), SolveOptions(rel_gap=1e-8), B, deadline=Deadline()),
-                  solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-8), B, deadline=Deadline())):
+                  # SCIP's MIQP stalls near 5e-7 relative (its own tolerances): asked 1e-8 it ran
+                  # 108 s to the same bound; 1e-6 is well inside the 1e-5 asserted below
+                  solve_miqp(problem, get_backend("scip"), SolveOptions(rel_gap=1e-6), B, deadline=Deadline())):
         assert exact.estimate[0, 0] == 0.0
         assert exact.lower_bound <= optimum * (1 + TOL) and optimum <= exact.objective * (1 + TOL)
         assert exact.objective - exact.lower_bound <= 1e-5 * optimum
