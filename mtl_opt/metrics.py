@@ -137,7 +137,7 @@ def support_heterogeneity(coef, *, tol: float = 0.0) -> float:
 
         (2 / (K (K-1))) sum_{k < l} (|S_k union S_l| - |S_k inter S_l|) / |S_k union S_l|
 
-    with S_k = {j : |coef_kj| > tol}; a pair of empty supports has distance 0.
+    with ``S_k = {j : |coef_kj| > tol}``; a pair of empty supports has distance 0.
 
     0 means every task selects the same features, 1 that no two tasks share
     one. Unlike a Hamming distance divided by p, it does not shrink towards 0

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from .errors import InvalidParameterError
 
+__all__ = ["plot_progress"]
+
 _MISSING = "plotting needs matplotlib: pip install 'mtl_opt[plot]'."
 
 

@@ -17,6 +17,9 @@ from .errors import InvalidParameterError
 from .params import (NONE, NONNEGATIVE, NONNEGATIVE_INT, POSITIVE_INT, InstanceOf, Interval, OneOf, SequenceOf,
                      validate_params)
 
+__all__ = ["ArmulSimulation", "SyntheticProblem", "armul_simulation", "multisite",
+           "smtl_simulation", "sparse_deviation_coefs", "sparse_heterogeneity"]
+
 SEED = [NONE, *NONNEGATIVE_INT, InstanceOf((np.random.Generator,), "a numpy Generator")]
 UNIT = [Interval(0, 1)]
 

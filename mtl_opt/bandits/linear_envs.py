@@ -83,7 +83,9 @@ class _MultitaskLinear(Environment):
 class ModelC(_MultitaskLinear):
     """Model-C: K contexts per round, one parameter beta_m (``beta``: (M, d)) per instance.
 
-    Parameters (the paper's bandit experiment by default)
+    The defaults are the paper's bandit experiment.
+
+    Parameters
     ----------
     d, s, M, K : int, default 30, 2, 20, 3
         Dimension, heterogeneous coordinates per instance, instances, arms.

@@ -8,6 +8,8 @@ a collaborative-learning experiment, and ``library/``, the bench's instances.
     >>> instance = datasets.load("molar_demo")      # an Instance: .load_data(), .estimator()
     >>> datasets.path("molar_demo").name
     'molar_demo.toml'
+    >>> datasets.frame("molar_demo").columns.tolist()[:4]   # its data as a long table (pandas)
+    ['task', 'y', 'x0', 'x1']
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 
 from ..errors import InvalidParameterError
 from ..tomlfile import read_toml
+
+__all__ = ["command", "folder", "frame", "load", "names", "path"]
 
 #: The command that runs a demo file, by a top-level table only its kind of file has.
 _COMMANDS = {"environment": "bandit", "system": "collab"}
@@ -51,3 +55,20 @@ def load(name: str):
     from ..instance import load_instance
 
     return load_instance(path(name))
+
+
+def frame(name: str):
+    """The data of estimator demo ``name`` as the long table it is stored as: a pandas DataFrame
+    with one row per observation, its task, response and feature columns (``molar_demo``:
+    ``task``, ``y``, ``x0`` ... ``x7``).  Needs pandas (``pip install 'mtl_opt[pandas]'``); a demo
+    stored as arrays (``.npz``) is refused, naming ``load(name).load_data()``."""
+    instance = load(name)
+    if instance.data_path.suffix != ".csv":
+        raise InvalidParameterError(
+            f"demo {name!r} stores its data as arrays ({instance.data_path.name}), not a table: "
+            f"use datasets.load({name!r}).load_data(), a MultiTaskData.")
+    try:
+        import pandas as pd
+    except ImportError:
+        raise InvalidParameterError("datasets.frame needs pandas: pip install 'mtl_opt[pandas]'.") from None
+    return pd.read_csv(instance.data_path)

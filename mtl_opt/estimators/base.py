@@ -88,8 +88,8 @@ class _classifier_method:
         functools.update_wrapper(self, method)
 
     def __get__(self, estimator, owner=None):
-        if estimator is None:
-            return self
+        if estimator is None:   # on the class: the plain function, as a method would be
+            return self.method
         estimator._classifier_only(self.method.__name__)
         return types.MethodType(self.method, estimator)
 

@@ -37,7 +37,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
 
        with w_mk = w_m where task m identifies coordinate k, else 0.
     3. Each identified coordinate is set to beta*_k (hard) or shrunk toward it
-       (soft) when |beta*_k - beta_ind_mk| <= gamma_m sqrt([(X_m^T X_m)^{-1}]_kk),
+       (soft) when ``|beta*_k - beta_ind_mk| <= gamma_m sqrt([(X_m^T X_m)^{-1}]_kk)``,
        with gamma_m = c_gamma sqrt(ln(min(n_total / n_m, d_m))) sigma_m (Theorem 1).
 
     Coordinates a task does not identify (real multi-site data: a covariate
@@ -90,8 +90,10 @@ class MOLAR(SampleWeighted, MTLEstimator):
     ----------
     coef_ : ndarray (K, p)
     intercept_ : ndarray (K,)
-    global_coef_ : ndarray (p,), global_intercept_ : float
+    global_coef_ : ndarray (p,)
         The weighted-median global estimate.
+    global_intercept_ : float
+        Its intercept.
     sigma_ : ndarray (K,)
         Noise levels used for the weights and thresholds.
     result_ : FitResult
@@ -102,7 +104,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
     Notes
     -----
     The certificate: ``lower_bound`` is the dual objective of a dual feasible
-    point (|u_mk| <= w_mk, sum_m u_mk = 0), built from the median itself (with
+    point (``|u_mk| <= w_mk``, ``sum_m u_mk = 0``), built from the median itself (with
     ``algorithm="lp"`` also from the LP's duals; the higher bound is reported),
     evaluated on data centred at the median and lowered by a rigorous bound on
     its rounding error, so it holds at any common level of the data (e.g.

@@ -96,14 +96,18 @@ class SparseMTL(SampleWeighted, MTLEstimator):
     coef_bound : float, sequence of p floats, or None
         A box the user knows, ``|coefficient_j| <= coef_bound`` (scalar: every feature; else one
         positive bound per feature), on the original scale of the features, for every task: part
-        of the problem fitted and certified (``result_.objective_name`` says "certified for
-        |b_j| <= M").  The same as a ``bounds`` constraint on every feature; bcd keeps to it, bnb
+        of the problem fitted and certified (``result_.objective_name`` says ``certified for
+        |b_j| <= M``).  The same as a ``bounds`` constraint on every feature; bcd keeps to it, bnb
         (in its node bounds too) and the MIQP certify it; outer approximation refuses it, and bnb
         with a Bbar term, naming the MIQP.
 
     Attributes
     ----------
-    coef_ : ndarray (K, p), intercept_ : ndarray (K,), support_ : ndarray (K, p) bool
+    coef_ : ndarray of shape (K, p)
+        Coefficients per task, on the original scale of the features.
+    intercept_ : ndarray of shape (K,)
+    support_ : ndarray of shape (K, p), bool
+        The support indicator z of the estimate (it contains ``coef_ != 0``).
     result_ : FitResult
         ``algorithm``: the method's name; ``backend``: the backend it ran on (None for bcd and
         bnb, which run in mtl_opt).  status ``heuristic`` for bcd (no bound; ``time_limit`` when
