@@ -285,7 +285,7 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
     with a worker, and the first answer is kept (a fold's scores are the same wherever it runs).
     So a worker's start (a fresh process importing numpy, scipy and Pyomo, about a second of CPU)
     is never waited for, and the workers start only once this process has fitted for
-    ``WORKERS_AFTER`` seconds: a grid done by then never pays for them (the README's took 0.9 s
+    ``WORKERS_AFTER`` seconds: a grid done by then never pays for them (the guide's took 0.9 s
     serial, and 2.1 s when every fold waited for the workers).  Another backend
     (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel`` job per fold."""
     columns, lock = [None] * len(folds), threading.Lock()
