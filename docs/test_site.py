@@ -125,6 +125,7 @@ def test_pages_render_with_their_figures_in_a_real_browser(html):
             if name.startswith("gallery"):
                 figures = [src for src, _ in images if "sphx_glr" in (src or "")]
                 assert figures, f"{path}: no rendered figure"
+                page.locator("article img.sphx-glr-single-img, article img.sphx-glr-multi-img").first.scroll_into_view_if_needed()
             hrefs = page.eval_on_selector_all("article a[href]", "links => links.map(a => a.href)")
             assert hrefs, f"{path}: no links"
             page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)

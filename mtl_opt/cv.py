@@ -97,6 +97,15 @@ class CVResult:
         A clone with ``best_params`` fitted on all the data (None when ``refit=False``).
     rule : str
         The selection rule used, one of ``RULES``.
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLAR, cross_validate
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=5, M=3, n=40, s=1, seed=0).data
+    >>> cv = cross_validate(MOLAR(), {"c_gamma": [0.5, 1.0]}, data, seed=0, progress=False)
+    >>> len(cv.cv_results_["params"]), type(cv.best_estimator).__name__
+    (2, 'MOLAR')
     """
 
     points: list
@@ -240,7 +249,16 @@ class TaskKFold(StratifiedKFold):
     fold, as in ``cross_validate``.  It reads the per-row task labels from X's ``task_column``
     (as the estimators do: no routing needed), or takes them as ``task``, requested through
     metadata routing: ``sklearn.set_config(enable_metadata_routing=True)``, then
-    ``GridSearchCV(est, grid, cv=TaskKFold(5)).fit(X, y, task=labels)``."""
+    ``GridSearchCV(est, grid, cv=TaskKFold(5)).fit(X, y, task=labels)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt import TaskKFold
+    >>> task = np.repeat(["a", "b"], 6)
+    >>> [len(test) for _, test in TaskKFold(3).split(np.zeros((12, 1)), task=task)]
+    [4, 4, 4]
+    """
 
     __metadata_request__split = {"task": True}
 

@@ -7,11 +7,32 @@ classes to exit codes (see ``mtl_opt.cli.ExitCode``).
 
 
 class MTLOptError(Exception):
-    """Base class of every error raised on purpose by mtl_opt."""
+    """Base class of every error raised on purpose by mtl_opt.
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLAR, MTLOptError
+    >>> try:
+    ...     MOLAR(c_gamma=-1.0).fit([[[0.0]]], [[0.0]])
+    ... except MTLOptError as error:      # every mtl_opt error; also a ValueError here
+    ...     print(type(error).__name__)
+    InvalidParameterError
+    """
 
 
 class InvalidDataError(MTLOptError, ValueError):
-    """The data set is malformed: shapes, non-finite values, empty tasks, names."""
+    """The data set is malformed: shapes, non-finite values, empty tasks, names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt import InvalidDataError, MultiTaskData
+    >>> try:
+    ...     MultiTaskData([np.array([[1.0, np.nan]])], [np.array([1.0])])
+    ... except InvalidDataError as error:
+    ...     print("refused")
+    refused
+    """
 
 
 class InvalidDataTypeError(InvalidDataError, TypeError):
@@ -20,7 +41,17 @@ class InvalidDataTypeError(InvalidDataError, TypeError):
 
 
 class InvalidParameterError(MTLOptError, ValueError):
-    """A hyperparameter or option has the wrong type or is out of range."""
+    """A hyperparameter or option has the wrong type or is out of range.
+
+    Examples
+    --------
+    >>> from mtl_opt import InvalidParameterError, SparseMTL
+    >>> try:
+    ...     SparseMTL(s=0).fit([[[0.0]]], [[0.0]])
+    ... except InvalidParameterError as error:
+    ...     print(str(error).split(";")[0])
+    The 's' parameter of SparseMTL must be an int in the range [1, inf)
+    """
 
 
 class UnavailableMethodError(InvalidParameterError, AttributeError):
@@ -57,4 +88,14 @@ class SolverError(MTLOptError, RuntimeError):
 
 
 class NotFittedError(MTLOptError, AttributeError):
-    """An estimator was used before ``fit`` was called."""
+    """An estimator was used before ``fit`` was called.
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLAR, NotFittedError
+    >>> try:
+    ...     MOLAR().predict([[0.0]])
+    ... except NotFittedError:
+    ...     print("fit first")
+    fit first
+    """

@@ -39,7 +39,18 @@ EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
 class FitInterrupted(KeyboardInterrupt):
     """A fit stopped by Ctrl-C (or SIGTERM under ``mtl-opt``): ``result`` is what it had (its best
     incumbent and proven bound, status ``interrupted``), or None when it stopped before an
-    estimate (e.g. during the one-time compile of the bnb kernels)."""
+    estimate (e.g. during the one-time compile of the bnb kernels).
+
+    Examples
+    --------
+    >>> from mtl_opt import FitInterrupted, SparseMTL
+    >>> try:                                               # Ctrl-C during a fit
+    ...     pass   # SparseMTL(algorithm="exact", ...).fit(data)
+    ... except FitInterrupted as stop:
+    ...     result = stop.result   # the best estimate and the bound proven by then, or None
+    >>> issubclass(FitInterrupted, KeyboardInterrupt)
+    True
+    """
 
     def __init__(self, result=None, where: str = ""):
         self.result, self.where = result, where

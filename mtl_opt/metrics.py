@@ -97,6 +97,13 @@ def coef_rmse(coef, true_coef) -> float:
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt.metrics import coef_rmse
+    >>> round(coef_rmse(np.array([[1.0, 0.0]]), np.array([[1.0, 2.0]])), 6)
+    1.414214
     """
     coef, true_coef = _coef_pair(coef, true_coef)
     return float(np.sqrt(np.mean((coef - true_coef) ** 2)))
@@ -121,6 +128,13 @@ def support_f1(coef, true_coef, *, tol: float = 0.0) -> float:
     float in [0, 1]
         1.0 when both supports are empty (0/0: nothing to find and nothing
         wrongly selected is a perfect recovery); 0.0 when exactly one is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt.metrics import support_f1
+    >>> support_f1(np.array([[1.0, 0.0, 2.0]]), np.array([[1.0, 3.0, 0.0]]))
+    0.5
     """
     coef, true_coef = _coef_pair(coef, true_coef)
     selected, true = _support(coef, tol), _support(true_coef, 0.0)

@@ -12,15 +12,22 @@ __all__ = ["plot_progress"]
 _MISSING = "plotting needs matplotlib: pip install 'mtl_opt[plot]'."
 
 
-def pyplot():
-    """matplotlib.pyplot on the Agg backend, or a clear error naming the extra to install."""
+def new_axes(figsize=(6, 4), **subplots):
+    """Axes of a new matplotlib Figure that no pyplot state tracks (``ax.figure.savefig(path)``
+    writes it; in a notebook, ``ax.figure`` shows it), or a clear error naming the extra to
+    install.  No backend is chosen: a notebook's or a script's own stays in force."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
     except ImportError:
         raise InvalidParameterError(_MISSING) from None
-    return plt
+    return Figure(figsize=figsize, layout="constrained").subplots(**subplots)
+
+
+def drawn(ax, path, dpi: int = 120):
+    """``ax`` (as ``new_axes`` made it when None), its figure written to ``path`` when given."""
+    if path is not None:
+        ax.figure.savefig(path, dpi=dpi)
+    return ax
 
 
 #: Why a plot cannot go to standard output ('-'), where bandit and collab print their table.
@@ -39,7 +46,7 @@ def plot_target(flag: str | None, key: str | None, experiment: Path):
     target = output_file(flag if flag is not None else key, f"{Path(experiment).stem}.png",
                          relative_to=None if flag is not None else Path(experiment).parent,
                          inputs=[experiment], what="plot", stdout=NO_STDOUT)
-    pyplot()
+    new_axes()
     return target
 
 
@@ -51,11 +58,18 @@ def plot_progress(result, ax=None):
     Every exact path logs rows of time, incumbent, lower_bound, gap and nodes
     (``solvers.progress``); a figure not known yet (e.g. no bound before the first one) is a gap
     in its line.  A log without such rows (a heuristic fit) is an InvalidParameterError.
+
+    Examples
+    --------
+    >>> from mtl_opt import SolveOptions, SparseMTL
+    >>> from mtl_opt.plotting import plot_progress
+    >>> from mtl_opt.synthetic import smtl_simulation
+    >>> data = smtl_simulation(p=8, K=2, n=40, s_true=2, q=3, seed=0).data
+    >>> fit = SparseMTL(s=2, lambda_ridge=0.1, algorithm="oa_multi_tree",
+    ...                 solve_options=SolveOptions(time_limit=30)).fit(data)
+    >>> ax = plot_progress(fit.result_)
+    >>> ax.figure.savefig("progress.png")       # or show ax.figure in a notebook
     """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise InvalidParameterError(_MISSING) from None
     rows = [row for row in getattr(result, "log", result) if _number(row.get("time"))]
     lines = {key: [row[key] if _number(row.get(key)) else math.nan for row in rows]
              for key in ("incumbent", "lower_bound")}
@@ -63,8 +77,7 @@ def plot_progress(result, ax=None):
         raise InvalidParameterError(
             "this result has no progress log to plot (rows with time, incumbent and lower_bound): "
             "its method logs none; exact algorithms do (e.g. algorithm='exact').")
-    if ax is None:
-        ax = Figure(figsize=(6, 4), layout="constrained").subplots()
+    ax = new_axes() if ax is None else ax
     times = [row["time"] for row in rows]
     ax.step(times, lines["incumbent"], where="post", label="incumbent", color="tab:blue")
     ax.step(times, lines["lower_bound"], where="post", label="lower bound", color="tab:orange")

@@ -26,6 +26,12 @@ class Status(str, enum.Enum):
 
     A ``str``, so ``status == "optimal"`` and JSON results keep working.  ``gap_limit`` is never
     merged into ``optimal`` nor ``time_limit`` into anything else (DESIGN.md).
+
+    Examples
+    --------
+    >>> from mtl_opt import Status
+    >>> Status.OPTIMAL == "optimal", Status("time_limit") is Status.TIME_LIMIT
+    (True, True)
     """
 
     #: A fit: a bound proves a relative gap <= rel_gap (``final_status``).  A backend: its own
@@ -183,6 +189,17 @@ class FitResult:
 
     Every result passes ``checked_bound`` when built: a bound above the objective is dropped
     (with a warning) and an ``optimal`` or ``gap_limit`` status then becomes ``heuristic``.
+
+    Examples
+    --------
+    >>> from mtl_opt import FitResult, PerTaskOLS
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> result = PerTaskOLS().fit(sparse_heterogeneity(d=3, M=2, n=20, s=1, seed=0).data).result_
+    >>> print(result.status, result.lower_bound <= result.objective, result.rel_gap <= 1e-6)
+    optimal True True
+    >>> text = result.to_json("fit.json")                # also returns the JSON text
+    >>> FitResult.from_json("fit.json") == result
+    True
     """
 
     method: str

@@ -58,6 +58,13 @@ def sparse_heterogeneity(d: int, M: int, n, s: int, *, sigma=0.1,
     sigma : float or sequence of float
         Noise standard deviation (one for all tasks, or one per task).
     seed : int, Generator or None
+
+    Examples
+    --------
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> problem = sparse_heterogeneity(d=5, M=3, n=40, s=1, seed=0)
+    >>> problem.data.n_samples.tolist(), problem.coef.shape
+    ([40, 40, 40], (3, 5))
     """
     if s > d:
         raise InvalidParameterError(f"need 0 <= s <= d; got d={d}, s={s}.")
@@ -140,6 +147,13 @@ def smtl_simulation(p: int = 250, K: int = 4, n: int = 50, s_true: int = 10, q: 
     SyntheticProblem
         ``coef`` (K, p) the task coefficients; ``global_coef`` (p,) the mu
         vector (nonzero exactly at the q candidates).
+
+    Examples
+    --------
+    >>> from mtl_opt.synthetic import smtl_simulation
+    >>> problem = smtl_simulation(p=30, K=3, n=40, s_true=4, q=6, seed=0)
+    >>> problem.data.n_tasks, problem.data.n_features, problem.coef.shape
+    (3, 30, (3, 30))
     """
     if not s_true <= q <= p:
         raise InvalidParameterError(f"need 1 <= s_true <= q <= p; got s_true={s_true}, q={q}, p={p}.")
@@ -188,6 +202,13 @@ def armul_simulation(structure: str = "vanilla", *, m: int = 30, n: int = 200, d
     tasks, drawn without replacement, get theta_j uniform on the sphere of
     radius 2 (the outliers, outside ``inliers``).  y = X theta_j + N(0, sigma^2).
     ``global_coef`` is 2 e_1 for vanilla and zero otherwise.
+
+    Examples
+    --------
+    >>> from mtl_opt.synthetic import armul_simulation
+    >>> sim = armul_simulation("clustered", m=6, n=30, d=3, seed=0)
+    >>> sim.data.n_tasks, sim.data.n_features
+    (6, 3)
     """
     rng = np.random.default_rng(seed)
 

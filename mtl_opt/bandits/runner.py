@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
 from ..params import BOOLEAN, HORIZON, NONNEGATIVE_INT, REPEATS, validate_params
-from ..plotting import pyplot
+from ..plotting import drawn, new_axes
 from ..resources import require_memory
 from .base import Environment, Policy
 
@@ -89,7 +89,18 @@ def run_policy(env: Environment, policy: Policy, horizon: int, seed: int,
 @validate_params({"horizon": HORIZON, "trials": REPEATS, "seed": NONNEGATIVE_INT, "progress": [BOOLEAN]})
 def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, seed: int = 0, *,
                trials: int = 1, progress: bool = True) -> BanditResult:
-    """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``."""
+    """Run each policy for ``trials`` seeded trials of ``horizon`` rounds on ``env``.
+
+    Examples
+    --------
+    >>> from mtl_opt.bandits import run_bandit
+    >>> from mtl_opt.bandits.linear_envs import ModelC
+    >>> from mtl_opt.bandits.linear_policies import OLSBandit, RMBandit
+    >>> result = run_bandit(ModelC(d=5, s=1, M=4, K=3), [OLSBandit(), RMBandit()], horizon=100,
+    ...                     seed=0, progress=False)
+    >>> result.regret.shape              # (policies, trials, rounds)
+    (2, 1, 100)
+    """
     policies = [policies] if isinstance(policies, Policy) else list(policies)
     if not policies:
         raise InvalidParameterError("give at least one policy to run.")
@@ -119,10 +130,10 @@ def run_bandit(env: Environment, policies: Policy | list[Policy], horizon: int, 
     return BanditResult(names, regret, user_regret, seconds, info)
 
 
-def plot_regret(result: BanditResult, path, *, title: str = "") -> None:
-    """Write mean cumulative regret curves (band: +- one sd over trials) to the image ``path``."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+def plot_regret(result: BanditResult, path=None, *, title: str = "", ax=None):
+    """Mean cumulative regret curves (band: +- one sd over trials) on ``ax`` (a new Figure's
+    when None), written to the image ``path`` when given; returns the Axes."""
+    ax = new_axes() if ax is None else ax
     cumulative = result.cumulative()
     rounds = np.arange(1, cumulative.shape[2] + 1)
     for k, name in enumerate(result.policies):
@@ -131,6 +142,4 @@ def plot_regret(result: BanditResult, path, *, title: str = "") -> None:
         ax.fill_between(rounds, mean - sd, mean + sd, alpha=0.15)
     ax.set(xlabel="round", ylabel="cumulative regret", title=title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return drawn(ax, path)

@@ -98,9 +98,9 @@ def run(args) -> int:
     for path in [out / "results.csv", out / "results.jsonl", *plots]:
         check_output(path, inputs=inputs)
     if args.plot:
-        from ..plotting import pyplot
+        from ..plotting import new_axes
 
-        pyplot()  # a missing matplotlib is reported before the run, not after it
+        new_axes()  # a missing matplotlib is reported before the run, not after it
 
     def start(total: int):   # the header once every check passed and OUT is ours: the run starts
         print(f"mtl-opt {__version__}  bench: {len(args.instances)} instance(s) x {len(solvers)} "

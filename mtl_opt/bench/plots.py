@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from ..plotting import pyplot
+from ..plotting import drawn, new_axes
 from ..result import WITHIN_TOLERANCE, relative_gap
 from .runner import NOT_APPLICABLE
 
@@ -47,13 +47,13 @@ def performance_ratios(rows: list[dict]) -> dict[str, dict[str, float]]:
 def plot_profile(rows: list[dict], path: Path) -> None:
     """rho_s(tau) = share of the solver's instances solved within tau x the best time, one panel
     per method family (log2 tau axis); a solver that never solves stays at 0."""
-    plt = pyplot()
     ratios = performance_ratios(rows)
     methods = {r["solver"]: r["method"] for r in rows if r["status"] != NOT_APPLICABLE}
     families = sorted({methods[s] for s in ratios})
     finite = [r for per in ratios.values() for r in per.values() if math.isfinite(r)]
     top = max(finite + [2.0]) * 1.5
-    fig, axes = plt.subplots(1, len(families), figsize=(4.5 * len(families), 4), squeeze=False)
+    axes = new_axes((4.5 * len(families), 4), ncols=len(families), squeeze=False)
+    fig = axes.flat[0].figure
     for ax, family in zip(axes.flat, families):
         solvers = [s for s in ratios if methods[s] == family]
         for solver, style in zip(solvers, itertools.cycle(LINE_STYLES)):
@@ -67,9 +67,7 @@ def plot_profile(rows: list[dict], path: Path) -> None:
                xlabel="tau (time / best time on the instance)", ylabel="share solved within tau")
         ax.legend(fontsize=7, loc="lower right")
     fig.suptitle("Performance profiles: time to a proven gap within tolerance", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    drawn(axes.flat[0], path, dpi=110)
 
 
 def plot_gap_time(rows: list[dict], path: Path) -> None:
@@ -78,20 +76,19 @@ def plot_gap_time(rows: list[dict], path: Path) -> None:
     Solvers that log their bounds per iteration (outer approximation) draw a
     step line; the others one point at their final time and gap.
     """
-    plt = pyplot()
     by_instance = defaultdict(list)
     for r in rows:
         if r["repeat"] == 0 and r["rel_gap"] is not None:
             by_instance[Path(r["instance"]).stem].append(r)
     if not by_instance:  # still a file, as the command reports one
-        fig = plt.figure(figsize=(4.2, 1.5))
-        fig.text(0.5, 0.5, "no solver reported a gap", ha="center", va="center")
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
+        ax = new_axes((4.2, 1.5))
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "no solver reported a gap", ha="center", va="center")
+        drawn(ax, path, dpi=80)
         return
     cols = min(3, len(by_instance))
     nrows = math.ceil(len(by_instance) / cols)
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    axes = new_axes((4.2 * cols, 3.2 * nrows), nrows=nrows, ncols=cols, squeeze=False)
     for ax, (name, runs) in zip(axes.flat, sorted(by_instance.items())):
         for r in runs:
             points = [(t, relative_gap(ub, lb)) for t, lb, ub in r["trace"]] or [(r["time_s"], r["rel_gap"])]
@@ -104,6 +101,4 @@ def plot_gap_time(rows: list[dict], path: Path) -> None:
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(by_instance):]:
         ax.set_visible(False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    drawn(axes.flat[0], path, dpi=80)

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from ..errors import DivergenceError, InvalidParameterError
 from ..params import BOOLEAN, HORIZON, NONNEGATIVE_INT, POSITIVE_INT, REPEATS, Interval, validate_params
-from ..plotting import pyplot
+from ..plotting import drawn, new_axes
 from ..resources import require_memory
 from .algorithms import Method
 from .systems import LinearSystem
@@ -87,7 +87,17 @@ def _raise_if_diverged(mse: np.ndarray, method: Method, alpha: float, t: int) ->
                   "progress": [BOOLEAN]})
 def run_methods(system: LinearSystem, methods: dict[str, Method], *, horizon: int, alpha: float,
                 runs: int = 10, seed: int = 0, n_jobs: int = 1, progress: bool = True) -> CollabResult:
-    """Run every method ``runs`` times for ``horizon`` steps with constant step ``alpha``."""
+    """Run every method ``runs`` times for ``horizon`` steps with constant step ``alpha``.
+
+    Examples
+    --------
+    >>> from mtl_opt.collab import gaussian_system, make_method, run_methods
+    >>> system = gaussian_system(5, 3, delta_env=0.2, delta_obj=0.2, seed=0)
+    >>> result = run_methods(system, {m: make_method(m) for m in ("independent", "affpcl")},
+    ...                      horizon=50, alpha=0.05, runs=2, seed=0, progress=False)
+    >>> result.mean_mse().shape          # (methods, steps)
+    (2, 51)
+    """
     if not methods:
         raise InvalidParameterError("give at least one method to run.")
     require_memory(8 * len(methods) * (runs + 1) * (horizon + 1) * system.n_agents,
@@ -112,12 +122,10 @@ def plot_curves(result: CollabResult, ax, *, title: str = "") -> None:
     ax.set(yscale="log", xlabel="step t", ylabel="MSE", title=title)
 
 
-def plot(result: CollabResult, path, *, title: str = "") -> None:
-    """Write ``plot_curves`` of ``result`` to the image file ``path``."""
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+def plot(result: CollabResult, path=None, *, title: str = "", ax=None):
+    """``plot_curves`` of ``result`` on ``ax`` (a new Figure's when None), written to the image
+    ``path`` when given; returns the Axes."""
+    ax = new_axes() if ax is None else ax
     plot_curves(result, ax, title=title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return drawn(ax, path)

@@ -150,6 +150,19 @@ class MultiTaskData:
         values or values at a scale float64 sums of squares cannot carry
         (``LARGEST_VALUE``, ``SMALLEST_SCALE``), or wrong/duplicate names. The
         message names the task.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt import MultiTaskData
+    >>> rng = np.random.default_rng(0)
+    >>> Xs = [rng.normal(size=(n, 3)) for n in (20, 30)]          # tasks may differ in size
+    >>> data = MultiTaskData(Xs, [X @ [1.0, 0.0, -1.0] for X in Xs], task_names=["a", "b"])
+    >>> data.n_tasks, data.n_features, data.n_samples.tolist()
+    (2, 3, [20, 30])
+    >>> train, test = data.train_test_split(0.5, seed=0)
+    >>> train.n_samples.tolist()
+    [10, 15]
     """
 
     def __init__(self, Xs, ys, task_names=None, feature_names=None):

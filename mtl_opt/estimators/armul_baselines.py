@@ -74,6 +74,14 @@ class IndependentTasks(_Baseline):
     and certified is therefore sum_j w_j f_j(theta_j) with theta_jk = 0 on those pairs
     (``ArmulProblem.restricted``): on a constant or exactly collinear column this loses
     nothing, on a nearly collinear one (within ``COLLINEAR_RTOL``) it is a choice.
+
+    Examples
+    --------
+    >>> from mtl_opt import IndependentTasks
+    >>> from mtl_opt.synthetic import armul_simulation
+    >>> data = armul_simulation("vanilla", m=4, n=30, d=3, seed=0).data
+    >>> print(IndependentTasks().fit(data).result_.status)
+    optimal
     """
 
     method, coupling, n_components = "itl", "independent", None
@@ -88,7 +96,17 @@ class IndependentTasks(_Baseline):
 
 
 class DataPooling(_Baseline):
-    """Data pooling: one fit on all tasks' data, the same model for every task."""
+    """Data pooling: one fit on all tasks' data, the same model for every task.
+
+    Examples
+    --------
+    >>> from mtl_opt import DataPooling
+    >>> from mtl_opt.synthetic import armul_simulation
+    >>> data = armul_simulation("vanilla", m=4, n=30, d=3, seed=0).data
+    >>> pooled = DataPooling().fit(data)
+    >>> print(pooled.result_.status, (pooled.coef_ == pooled.coef_[0]).all())   # one model for all
+    optimal True
+    """
 
     method, coupling, n_components = "pooling", "pooled", None
     identification = None  # one model for all: no task stands alone
@@ -124,7 +142,17 @@ class _Structured(_Baseline):
 
 
 class ClusteredMTL(_Structured):
-    """Clustered MTL: K shared models, each task assigned to the one that fits it best."""
+    """Clustered MTL: K shared models, each task assigned to the one that fits it best.
+
+    Examples
+    --------
+    >>> from mtl_opt import ClusteredMTL
+    >>> from mtl_opt.synthetic import armul_simulation
+    >>> data = armul_simulation("clustered", m=6, n=30, d=3, seed=0).data
+    >>> model = ClusteredMTL(n_components=2, seed=0).fit(data)
+    >>> print(model.result_.status, set(model.labels_) <= {0, 1})
+    heuristic True
+    """
 
     method = "clustered_mtl"
 
@@ -139,7 +167,16 @@ class ClusteredMTL(_Structured):
 
 
 class LowRankMTL(_Structured):
-    """Low-rank MTL: task models in a learned K-dimensional subspace (SVD start)."""
+    """Low-rank MTL: task models in a learned K-dimensional subspace (SVD start).
+
+    Examples
+    --------
+    >>> from mtl_opt import LowRankMTL
+    >>> from mtl_opt.synthetic import armul_simulation
+    >>> data = armul_simulation("lowrank", m=6, n=30, d=4, seed=0).data
+    >>> print(LowRankMTL(n_components=2, seed=0).fit(data).result_.status)
+    heuristic
+    """
 
     method = "lowrank_mtl"
 

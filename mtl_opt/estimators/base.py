@@ -103,6 +103,13 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
     classifier: ``classes_``, ``predict`` gives labels, ``predict_proba`` (n, 2),
     ``decision_function`` the log-odds, ``score`` the accuracy; its fit sees the labels as 0/1
     (``classes_[1]`` is 1).
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLAR, MTLEstimator
+    >>> from sklearn.base import clone
+    >>> isinstance(MOLAR(), MTLEstimator), clone(MOLAR(c_gamma=2.0)).get_params()["c_gamma"]
+    (True, 2.0)
     """
 
     method: str = ""

@@ -37,6 +37,14 @@ class PerTaskOLS(SampleWeighted, MTLEstimator):
     ``mtl_opt.formulations.least_squares.ols`` per task over the columns fitted
     (tight at the optimum), so ``status`` is ``optimal`` whenever the linear
     algebra is accurate.
+
+    Examples
+    --------
+    >>> from mtl_opt import PerTaskOLS
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=4, M=3, n=30, s=1, seed=0).data
+    >>> print(PerTaskOLS().fit(data).result_.status)
+    optimal
     """
 
     method = "ols"
@@ -71,6 +79,14 @@ class PooledOLS(SampleWeighted, MTLEstimator):
     A feature constant or collinear with earlier ones in the pooled data has coefficient 0
     (a warning names it, ``result_.unidentified`` lists it for every task); the certificate
     is over the columns fitted.
+
+    Examples
+    --------
+    >>> from mtl_opt import PooledOLS
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=4, M=3, n=30, s=1, seed=0).data
+    >>> print(PooledOLS().fit(data).result_.status)
+    optimal
     """
 
     method = "pooled_ols"

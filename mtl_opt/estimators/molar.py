@@ -117,6 +117,17 @@ class MOLAR(SampleWeighted, MTLEstimator):
     For d > n_m in most tasks use ``MOLARHighDim`` (LASSO debiasing, Appendix E),
     for binary labels ``MOLARLogistic`` (Appendix G, a classifier).
     ``conf_int(alpha)`` gives Appendix F's entry-wise confidence intervals.
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLAR, datasets
+    >>> df = datasets.frame("molar_demo")                 # a long table: task, y, x0..x7
+    >>> X, y, task = df.drop(columns=["task", "y"]), df["y"], df["task"]
+    >>> model = MOLAR(threshold="soft").fit(X, y, task=task)
+    >>> print(model.result_.status, model.coef_.shape, model.global_coef_.shape)
+    optimal (6, 8) (8,)
+    >>> model.predict(X.head(2), task=task.head(2)).shape
+    (2,)
     """
 
     identification = "collinear"

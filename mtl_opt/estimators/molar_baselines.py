@@ -60,6 +60,14 @@ class PerTaskLasso(CenteredEstimator):
     -----
     Solved by scikit-learn's coordinate descent; no certificate (``heuristic``).
     ``result_.objective`` is the sum of the per-task mean squared errors / 2.
+
+    Examples
+    --------
+    >>> from mtl_opt import PerTaskLasso
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=10, M=3, n=30, s=1, seed=0).data
+    >>> print(PerTaskLasso().fit(data).result_.status)
+    heuristic
     """
 
     method = "lasso"
@@ -87,6 +95,14 @@ class RobustMultitask(CenteredEstimator):
     ----------
     global_coef_ : ndarray (p,)
         The trimmed-mean global estimate.
+
+    Examples
+    --------
+    >>> from mtl_opt import RobustMultitask
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=10, M=4, n=40, s=1, seed=0).data
+    >>> RobustMultitask().fit(data).coef_.shape
+    (4, 10)
     """
 
     method = "rm"
@@ -116,6 +132,14 @@ class MedianLasso(CenteredEstimator):
     ----------
     global_coef_ : ndarray (p,)
         The weighted-median global estimate.
+
+    Examples
+    --------
+    >>> from mtl_opt import MedianLasso
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=10, M=4, n=40, s=1, seed=0).data
+    >>> MedianLasso().fit(data).coef_.shape
+    (4, 10)
     """
 
     method = "ml"

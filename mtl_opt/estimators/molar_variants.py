@@ -54,7 +54,7 @@ from .molar_baselines import CenteredEstimator
 MLE_TOL, MLE_MAX_ITER = 1e-10, 5_000
 
 
-@validate_params({"c_lambda_local": POSITIVE, "c_lambda": POSITIVE, **ARRAY_OPTIONS})
+@validate_params({"c_lambda_local": POSITIVE, "c_lambda": POSITIVE} | ARRAY_OPTIONS)  # "|": Sphinx cannot parse "**" here
 def molar_hd_coefs(Xs, ys, *, c_lambda_local: float = 0.07, c_lambda: float = 0.1,
                    return_global: bool = False, fitted=None):
     """High-dimensional MOLAR: per-task LASSO, weighted median (w_m = n_m), LASSO debiasing.
@@ -86,6 +86,15 @@ class MOLARHighDim(CenteredEstimator):
     ----------
     global_coef_ : ndarray (p,)
         The weighted median of the per-task LASSO estimates.
+
+    Examples
+    --------
+    >>> from mtl_opt import MOLARHighDim
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=30, M=4, n=20, s=2, seed=0).data   # d > n_m
+    >>> model = MOLARHighDim().fit(data)
+    >>> print(model.result_.status, model.coef_.shape)
+    heuristic (4, 30)
     """
 
     method = "molar_hd"
@@ -158,6 +167,20 @@ class MOLARLogistic(MTLEstimator):
     coefficients absorb the filled part so its linear predictor is unchanged.
     A task with n_m <= d is separable, so its MLE does not exist: refused,
     pointing to ``ARMUL(loss="logistic")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mtl_opt import MOLARLogistic
+    >>> from mtl_opt.synthetic import sparse_heterogeneity
+    >>> data = sparse_heterogeneity(d=3, M=3, n=200, s=1, seed=0).data
+    >>> rng = np.random.default_rng(0)
+    >>> X, y = np.vstack(data.Xs), np.concatenate(data.ys)             # a long table
+    >>> task = np.repeat(data.task_names, data.n_samples)
+    >>> labels = np.where(rng.random(len(y)) < 1 / (1 + np.exp(-y / y.std())), "yes", "no")
+    >>> clf = MOLARLogistic().fit(X, labels, task=task)
+    >>> clf.classes_.tolist(), clf.predict_proba(X[:2], task=task[:2]).shape
+    (['no', 'yes'], (2, 2))
     """
 
     method = "molar_logistic"

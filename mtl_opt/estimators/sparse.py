@@ -117,6 +117,19 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         when the limit passes before the solver proves a positive bound.
     n_iter_ : int
         IHT sweeps run.
+
+    Examples
+    --------
+    >>> from mtl_opt import SolveOptions, SparseMTL
+    >>> from mtl_opt.synthetic import smtl_simulation
+    >>> data = smtl_simulation(p=20, K=3, n=40, s_true=3, q=4, seed=0).data
+    >>> fast = SparseMTL(s=3, lambda_ridge=0.1, lambda_zbar=0.05).fit(data)   # bcd: no bound
+    >>> print(fast.result_.status, fast.coef_.shape, fast.support_.sum(axis=1).max() <= 3)
+    heuristic (3, 20) True
+    >>> exact = SparseMTL(s=3, lambda_ridge=0.1, lambda_zbar=0.05, algorithm="exact",
+    ...                   solve_options=SolveOptions(time_limit=30)).fit(data)
+    >>> print(exact.result_.status, exact.result_.lower_bound <= exact.result_.objective)
+    optimal True
     """
 
     method = "sparse_mtl"

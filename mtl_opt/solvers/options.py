@@ -57,6 +57,17 @@ class SolveOptions:
     solver_options : mapping, default={}
         Native options passed to the solver as is, after the common options
         above, so they override them.  Stored read-only.
+
+    Examples
+    --------
+    >>> from mtl_opt import SolveOptions
+    >>> options = SolveOptions(time_limit=60, rel_gap=1e-4)
+    >>> options.with_updates(threads=1).threads, options.time_limit
+    (1, 60.0)
+    >>> SolveOptions(time_limit=-1)
+    Traceback (most recent call last):
+    ...
+    mtl_opt.errors.InvalidParameterError: ...
     """
 
     time_limit: float | None = None
