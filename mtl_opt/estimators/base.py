@@ -32,6 +32,7 @@ import pickle
 import sys
 import time
 import types
+from collections.abc import Callable
 
 import numpy as np
 import sklearn.exceptions
@@ -60,6 +61,7 @@ from ..deadline import Deadline, DeadlineReached
 from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
+from ..solvers.progress import reporting
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "OneOfKeys",  # constraints:
@@ -190,26 +192,53 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
     supports_warm_start: bool = False
 
     def fit(self, X, y=None, *, task=None, init: FitResult | None = None,
-            model: ModelSpec | None = None) -> "MTLEstimator":
+            model: ModelSpec | None = None, callback: Callable[[dict], object] | None = None,
+            ) -> "MTLEstimator":
         """Fit and return ``self``; the estimate and its certificate are in ``result_``.
 
-        ``X`` is a ``MultiTaskData`` (then no ``y`` nor ``task``), or a 2-D array / DataFrame
-        with ``y`` (n,) and ``task`` (n,) labels, one per row (None: all rows are one task);
-        a task's rows keep their order.  ``init`` is a previous result on the same tasks and
-        features, used as a warm start by estimators with ``supports_warm_start`` (ignored by
-        others).  ``model``: a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited,
-        solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
+        Parameters
+        ----------
+        X : MultiTaskData, or array-like / DataFrame of shape (n, p)
+            The tasks' data; a design is given with ``y`` and ``task``.
+        y : array-like of shape (n,), default=None
+            The responses of a design ``X`` (a MultiTaskData holds its own).
+        task : array-like of shape (n,), default=None
+            One task label per row of a design ``X`` (None: all rows are one task); a task's
+            rows keep their order.
+        init : FitResult, default=None
+            A previous result on the same tasks and features, a warm start for estimators with
+            ``supports_warm_start`` (ignored by others).
+        model : ModelSpec, default=None
+            ``self.pyomo_model(data)``, maybe edited, solved instead of the estimator's own
+            algorithm (``mtl_opt.solvers.user_model``).
+        callback : callable, default=None
+            ``callback(row)`` for each row of the run's live log (``solvers.progress``: the rows
+            ``verbose`` shows, whatever ``verbose``), a dict with the keys of ``result_.log``
+            in the units of the problem: on the exact paths, the rows of ``result_.log``
+            (MOLAR's adds its stages after them).  A row is passed once final: when the next
+            one is written (a forced row that moves no figure is merged into the last), or when
+            the fit ends.  It may run in a solver's thread: keep it quick.  An exception it
+            raises stops this fit as Ctrl-C does (``result_`` holds the best estimate and the
+            bound proven by then, status ``interrupted``), no row is passed after it, and
+            ``fit`` raises it.
 
+        Returns
+        -------
+        self : MTLEstimator
+            The fitted estimator.
+
+        Notes
+        -----
         Ctrl-C stops the fit softly (``mtl_opt.interrupts``): it raises ``FitInterrupted`` (a
         KeyboardInterrupt) once the fit has stopped, and ``result_`` holds the best estimate and
         the bound proven by then (status ``interrupted``); a second Ctrl-C stops at once.
         """
-        return self._fit_weighted(X, y, task, None, init, model)
+        return self._fit_weighted(X, y, task, None, init, model, callback)
 
-    def _fit_weighted(self, X, y, task, sample_weight, init, model) -> "MTLEstimator":
+    def _fit_weighted(self, X, y, task, sample_weight, init, model, callback) -> "MTLEstimator":
         """``fit`` with ``sample_weight`` (None: unweighted; ``SampleWeighted``)."""
         start = time.perf_counter()   # one clock for the whole fit, checks included
-        with interrupts.stoppable():
+        with interrupts.stoppable() as stop, reporting(callback, stop):
             self._check_params()   # before the data: fit reads them with task_column and classes_
             data = self._fit_data(X, y, task, sample_weight)
             if not self._planned(data):
@@ -657,7 +686,7 @@ class SampleWeighted:
     their ``fit`` takes ``sample_weight``."""
 
     def fit(self, X, y=None, *, task=None, sample_weight=None, init: FitResult | None = None,
-            model: ModelSpec | None = None):
+            model: ModelSpec | None = None, callback: Callable[[dict], object] | None = None):
         """``MTLEstimator.fit``, with ``sample_weight``: None, a number, or one weight >= 0 per
         row (in the row order of X, or the stacked task order of a MultiTaskData).  Each task's
         loss is then the weighted mean ``1/(2 W_k) sum_i w_i r_i^2``, W_k its total weight:
@@ -669,7 +698,7 @@ class SampleWeighted:
                     f"{type(self).__name__}.fit takes sample_weight or model=, not both: a "
                     f"ModelSpec is the model of the unweighted data it was built on.")
             self._check_weighted()
-        return self._fit_weighted(X, y, task, sample_weight, init, model)
+        return self._fit_weighted(X, y, task, sample_weight, init, model, callback)
 
     def _check_weighted(self) -> None:
         """Refuse ``sample_weight`` where these parameters leave the squared loss."""
