@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterator
 
 #: Exit codes of a command stopped by a signal, as a shell reports a process it killed.
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 class FitInterrupted(KeyboardInterrupt):

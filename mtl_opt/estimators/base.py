@@ -32,7 +32,8 @@ import pickle
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import sklearn.exceptions
@@ -109,6 +110,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     method: str = ""
     param_constraints: dict = {}
+    #: The solver settings of the estimators that take them (``param_names``).
+    solve_options: SolveOptions | None
+    #: ``check``'s plan for a data object (``_check_fit``), taken by the fit (``_checked_problem``).
+    _checked: tuple[MultiTaskData, Any] | None
 
     #: ``API_CONSTRAINTS``'s defaults, for a subclass whose ``__init__`` does not take them
     #: (a user's own estimator); every mtl_opt estimator takes both.
@@ -248,7 +253,8 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                     self._check_spec(model, data)
                     result = self._fit_spec(model, data)
                 else:
-                    result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
+                    result = (self._fit(data, init)  # type: ignore[call-arg]  # its _fit takes init
+                              if self.supports_warm_start else self._fit(data))
             except (MTLOptError, DeadlineReached) as exc:   # e.g. no solution found by the stop
                 if interrupts.requested():
                     raise interrupts.FitInterrupted(None, "the fit was interrupted before an "
@@ -542,6 +548,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         checked, plan = getattr(self, "_checked", None) or (None, None)
         if checked is not data:
             self._check_fit(data)
+            assert self._checked is not None   # stored by ``_check_fit``
             _, plan = self._checked
         self._checked = None
         return plan
@@ -639,6 +646,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _global_model(self) -> tuple[np.ndarray, float]:
         """The fitted global / centre model (coef (p,), intercept) (``_has_global_model``)."""
+        assert self.global_model is not None   # ``_has_global_model``
         coef, intercept = (getattr(self, a) for a in self.global_model)
         return np.asarray(coef, dtype=float), float(intercept)
 
@@ -649,7 +657,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             if unknown:
                 raise InvalidDataError(
                     f"tasks {unknown} were not seen in fit; fitted tasks: {self.task_names_}.")
-            rows = [self.task_names_.index(t) for t in data.task_names]
+            rows: Sequence[int] = [self.task_names_.index(t) for t in data.task_names]
             Xs = data.Xs
         else:
             Xs = list(data)
@@ -684,6 +692,8 @@ class SampleWeighted:
     """Mixin of the estimators whose objective is a count-normalized squared loss per task, with
     tasks weighed by their ``MultiTaskData.counts`` where at all (``mtl_opt.data.weights``):
     their ``fit`` takes ``sample_weight``."""
+
+    _fit_weighted: Callable[..., MTLEstimator]   # the estimator's (``MTLEstimator``)
 
     def fit(self, X, y=None, *, task=None, sample_weight=None, init: FitResult | None = None,
             model: ModelSpec | None = None, callback: Callable[[dict], object] | None = None):
@@ -767,7 +777,7 @@ def _cv_fold() -> dict | None:
     predictions get ``task``, which only the estimator's own score, scikit-learn's
     ``_PassthroughScorer``, hands on), or None outside one (or in a scikit-learn that names them
     otherwise: then nothing is refused)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if (frame.f_code.co_name == "_fit_and_score"
                 and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):
