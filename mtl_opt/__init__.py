@@ -5,6 +5,7 @@ imported on first use (``_lazy``), so ``import mtl_opt`` and ``mtl-opt --help`` 
 Their modules stay where they are; this is the one list of what is public at the top.
 """
 
+from . import logs  # noqa: F401  (the ``mtl_opt`` logger's NullHandler, before any record)
 from ._lazy import lazy_names
 
 __version__ = "0.5.0.dev0"

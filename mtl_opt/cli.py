@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import enum
+import logging
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import __version__, interrupts
@@ -195,7 +197,7 @@ def _solve(args) -> int:
     # --out -: standard output holds the JSON alone; whatever else is printed goes to stderr
     aside = stdout_to_stderr() if out is STDOUT else contextlib.nullcontext()
     try:
-        with aside:
+        with aside, _progress_table():
             data = instance.load_data()
             from .estimators import ESTIMATORS
 
@@ -226,6 +228,36 @@ def _solve(args) -> int:
         print(f"{chr(10) if verbose else ''}{result.summary()}", file=report)
         print(f"  {'Result':<12} {out}", file=report)
     return ExitCode.OK
+
+
+class _TableHandler(logging.StreamHandler):
+    """The live table's handler: each record's message alone; a closed pipe is the command's
+    end (``ExitCode.BROKEN_PIPE``), not a logging error."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            raise   # the one being handled
+        super().handleError(record)
+
+
+@contextlib.contextmanager
+def _progress_table() -> Iterator[None]:
+    """``solve -v``'s live table: mtl-opt is the application, so it configures the
+    ``mtl_opt.progress`` logger for the command (restored after it): INFO, to ``_TableHandler``
+    on standard output as it is now (stderr under ``--out -``), not passed to the root."""
+    from .solvers.progress import LOGGER
+
+    handler = _TableHandler(sys.stdout)
+    saved = LOGGER.level, LOGGER.propagate
+    LOGGER.setLevel(logging.INFO)
+    LOGGER.propagate = False
+    LOGGER.addHandler(handler)
+    try:
+        yield
+    finally:
+        LOGGER.removeHandler(handler)
+        LOGGER.setLevel(saved[0])
+        LOGGER.propagate = saved[1]
 
 
 def _demo_file(name: str) -> Path:

@@ -28,6 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import sklearn.base
@@ -146,7 +147,7 @@ class CVResult:
         names = list(dict.fromkeys(name for point in self.points for name in point))
         score = -self.scores
         mean = score.mean(axis=1)
-        results = {"params": [dict(point) for point in self.points],
+        results: dict[str, Any] = {"params": [dict(point) for point in self.points],
                    **{f"param_{name}": [point.get(name) for point in self.points] for name in names}}
         for f in range(score.shape[1]):
             results[f"split{f}_test_score"] = score[:, f]
@@ -306,7 +307,8 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
     ``WORKERS_AFTER`` seconds: a grid done by then never pays for them (the guide's took 0.9 s
     serial, and 2.1 s when every fold waited for the workers).  Another backend
     (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel`` job per fold."""
-    columns, lock = [None] * len(folds), threading.Lock()
+    columns: list[Any] = [None] * len(folds)   # each fold's scores, once scored
+    lock = threading.Lock()
     with tqdm(total=len(folds) * len(points), desc="cross-validation", unit="fit",
               file=sys.stderr, disable=not progress) as bar:
         def finish(i, column):

@@ -19,21 +19,27 @@ processes (the bnb worker, cross-validation's workers) are killed when the work 
 by themselves when their parent is gone (``watch_parent``).
 
 Outside a ``stoppable()`` region (pure Python and numpy: reading files, bandits, tables), SIGINT
-raises KeyboardInterrupt as usual, and under ``mtl-opt`` so does SIGTERM.  Regions are entered
-from the main thread only; elsewhere (a worker thread) ``stoppable()`` does nothing.
+raises KeyboardInterrupt as usual, and under ``mtl-opt`` so does SIGTERM.  Signals are taken
+over in the main thread only; elsewhere (a worker thread) a region only holds its ``Stop``.
+
+A region's work can also be stopped alone, from any thread, by its ``Stop`` (``stoppable()``
+yields it; a fit's callback that raised, ``solvers.progress``): ``requested()`` is then true in
+that region (a context variable: another thread's fit runs on), and the same story follows.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 #: Exit codes of a command stopped by a signal, as a shell reports a process it killed.
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+EXIT_CODES: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 class FitInterrupted(KeyboardInterrupt):
@@ -70,9 +76,25 @@ class _State:
 _state = _State()
 
 
+class Stop:
+    """The stop of one ``stoppable()`` region's work alone (``ask``, from any thread)."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def ask(self) -> None:
+        self.asked = True
+
+
+#: The ``Stop`` of the region this code runs in (None: outside any region).
+_region: contextvars.ContextVar[Stop | None] = contextvars.ContextVar("mtl_opt_region", default=None)
+
+
 def requested() -> bool:
-    """Whether a stop has been asked (a signal, or a native solver that caught one)."""
-    return _state.signum is not None
+    """Whether a stop has been asked (a signal, a native solver that caught one, or this
+    region's ``Stop``)."""
+    region = _region.get()
+    return _state.signum is not None or (region is not None and region.asked)
 
 
 def request(signum: int = signal.SIGINT) -> None:
@@ -145,8 +167,9 @@ def cli_signals():
 
 
 @contextlib.contextmanager
-def stoppable():
-    """A region whose work stops softly on the first SIGINT (see the module's docstring).
+def stoppable() -> Iterator[Stop]:
+    """A region whose work stops softly on the first SIGINT (see the module's docstring); yields
+    its ``Stop`` (a region inside another is part of its work: the outer one's).
 
     In Python, SIGINT is taken over only while Python's own handler is in place (a program's or
     a notebook's own handler is left alone; ``requested()`` is then never set by a signal), and
@@ -154,17 +177,19 @@ def stoppable():
     main = threading.current_thread() is threading.main_thread()
     own = (main and not _state.installed and _state.depth == 0
            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
-    if not main:
-        yield
-        return
+    stop = _region.get() or Stop()
+    token = _region.set(stop)
     if own:
         _state.signum = None
         signal.signal(signal.SIGINT, _handler)
-    _state.depth += 1
+    if main:
+        _state.depth += 1
     try:
-        yield
+        yield stop
     finally:
-        _state.depth -= 1
+        _region.reset(token)
+        if main:
+            _state.depth -= 1
         if own:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             _state.signum = None

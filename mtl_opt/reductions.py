@@ -125,15 +125,19 @@ class Inverse:
     def dual(self, twin_dual):
         return self.dual_scale * np.asarray(twin_dual, dtype=float)
 
-    def log(self, rows: list[dict]) -> list[dict]:
-        """Log rows of a run on the twin, their objective figures and Big-M in original units."""
+    def row(self, row: dict) -> dict:
+        """A log row of a run on the twin, its objective figures and Big-M in original units."""
         def back(key, value):
             if value is None:
                 return value
             if key in VALUE_KEYS:
                 return self.value(value)
             return self.scale * value if key in COEFFICIENT_KEYS and np.ndim(self.scale) == 0 else value
-        return [{key: back(key, value) for key, value in row.items()} for row in rows]
+        return {key: back(key, value) for key, value in row.items()}
+
+    def log(self, rows: list[dict]) -> list[dict]:
+        """Log rows of a run on the twin in original units (``row``)."""
+        return [self.row(row) for row in rows]
 
     def run(self, run):
         """A run record on the twin (``estimate``, ``objective``, ``lower_bound``, ``log``) on

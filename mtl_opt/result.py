@@ -94,12 +94,12 @@ def relative_gap(objective: float | None, bound: float | None) -> float | None:
     its size.  0 when the two are equal (also 0/0); inf when the objective is 0 and the
     bound below it."""
     gap = absolute_gap(objective, bound)
-    if gap is None:
+    if gap is None or objective is None:
         return None
     if gap == 0.0:
         return 0.0
-    objective = abs(float(objective))
-    return gap / objective if objective > 0 else math.copysign(math.inf, gap)
+    size = abs(float(objective))
+    return gap / size if size > 0 else math.copysign(math.inf, gap)
 
 
 #: Relative rounding margin of the bound guard: a lower bound may exceed the float64 objective

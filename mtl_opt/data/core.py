@@ -439,9 +439,9 @@ class MultiTaskData:
                 f"the long format needs X (n, p), y (n,) and task (n,), one label per row; got "
                 f"shapes {X.shape}, {y.shape} and {labels.shape}.")
         names, rows = io.task_rows([str(v) for v in labels.tolist()])
-        if task is None:
-            names = None   # the default name of the one task, task0
-        return cls([X[r] for r in rows], [y[r] for r in rows], names, feature_names)
+        return cls([X[r] for r in rows], [y[r] for r in rows],
+                   None if task is None else names,   # None: the one task's default name, task0
+                   feature_names)
 
     @classmethod
     def from_frame(cls, df, *, task="task", response="y", features=None) -> MultiTaskData:

@@ -309,7 +309,8 @@ class ARMUL(GLMTasks):
         run = method.solve(structured, _warm_start(init, problem, self._response_scale), options,
                            deadline, self.backend, anchors=anchors, seed=self.seed,
                            n_init=self.n_init, max_iter=self.max_iter,
-                           progress=Progress(options.verbose, scale=self._response_scale.value(1.0)))
+                           progress=Progress(options.verbose,
+                                             units=self._response_scale.inverse(problem.d).row))
         return self._finish(data, run, options, method.name, method.backend_for(self.backend, structured))
 
     def _model_spec(self, data: MultiTaskData) -> ModelSpec:

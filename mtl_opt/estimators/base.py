@@ -32,6 +32,8 @@ import pickle
 import sys
 import time
 import types
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import sklearn.exceptions
@@ -60,6 +62,7 @@ from ..deadline import Deadline, DeadlineReached
 from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
+from ..solvers.progress import reporting
 from ..solvers.user_model import OWN_OBJECTIVE, ModelSpec, solve_spec
 
 __all__ = ["BOOLEAN", "InstanceOf", "Interval", "MTLEstimator", "OneOf", "OneOfKeys",  # constraints:
@@ -114,6 +117,10 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     method: str = ""
     param_constraints: dict = {}
+    #: The solver settings of the estimators that take them (``param_names``).
+    solve_options: SolveOptions | None
+    #: ``check``'s plan for a data object (``_check_fit``), taken by the fit (``_checked_problem``).
+    _checked: tuple[MultiTaskData, Any] | None
 
     #: ``API_CONSTRAINTS``'s defaults, for a subclass whose ``__init__`` does not take them
     #: (a user's own estimator); every mtl_opt estimator takes both.
@@ -197,26 +204,53 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
     supports_warm_start: bool = False
 
     def fit(self, X, y=None, *, task=None, init: FitResult | None = None,
-            model: ModelSpec | None = None) -> "MTLEstimator":
+            model: ModelSpec | None = None, callback: Callable[[dict], object] | None = None,
+            ) -> "MTLEstimator":
         """Fit and return ``self``; the estimate and its certificate are in ``result_``.
 
-        ``X`` is a ``MultiTaskData`` (then no ``y`` nor ``task``), or a 2-D array / DataFrame
-        with ``y`` (n,) and ``task`` (n,) labels, one per row (None: all rows are one task);
-        a task's rows keep their order.  ``init`` is a previous result on the same tasks and
-        features, used as a warm start by estimators with ``supports_warm_start`` (ignored by
-        others).  ``model``: a ``ModelSpec`` from ``self.pyomo_model(data)``, maybe edited,
-        solved instead of the estimator's own algorithm (``mtl_opt.solvers.user_model``).
+        Parameters
+        ----------
+        X : MultiTaskData, or array-like / DataFrame of shape (n, p)
+            The tasks' data; a design is given with ``y`` and ``task``.
+        y : array-like of shape (n,), default=None
+            The responses of a design ``X`` (a MultiTaskData holds its own).
+        task : array-like of shape (n,), default=None
+            One task label per row of a design ``X`` (None: all rows are one task); a task's
+            rows keep their order.
+        init : FitResult, default=None
+            A previous result on the same tasks and features, a warm start for estimators with
+            ``supports_warm_start`` (ignored by others).
+        model : ModelSpec, default=None
+            ``self.pyomo_model(data)``, maybe edited, solved instead of the estimator's own
+            algorithm (``mtl_opt.solvers.user_model``).
+        callback : callable, default=None
+            ``callback(row)`` for each row of the run's live log (``solvers.progress``: the rows
+            ``verbose`` shows, whatever ``verbose``), a dict with the keys of ``result_.log``
+            in the units of the problem: on the exact paths, the rows of ``result_.log``
+            (MOLAR's adds its stages after them).  A row is passed once final: when the next
+            one is written (a forced row that moves no figure is merged into the last), or when
+            the fit ends.  It may run in a solver's thread: keep it quick.  An exception it
+            raises stops this fit as Ctrl-C does (``result_`` holds the best estimate and the
+            bound proven by then, status ``interrupted``), no row is passed after it, and
+            ``fit`` raises it.
 
+        Returns
+        -------
+        self : MTLEstimator
+            The fitted estimator.
+
+        Notes
+        -----
         Ctrl-C stops the fit softly (``mtl_opt.interrupts``): it raises ``FitInterrupted`` (a
         KeyboardInterrupt) once the fit has stopped, and ``result_`` holds the best estimate and
         the bound proven by then (status ``interrupted``); a second Ctrl-C stops at once.
         """
-        return self._fit_weighted(X, y, task, None, init, model)
+        return self._fit_weighted(X, y, task, None, init, model, callback)
 
-    def _fit_weighted(self, X, y, task, sample_weight, init, model) -> "MTLEstimator":
+    def _fit_weighted(self, X, y, task, sample_weight, init, model, callback) -> "MTLEstimator":
         """``fit`` with ``sample_weight`` (None: unweighted; ``SampleWeighted``)."""
         start = time.perf_counter()   # one clock for the whole fit, checks included
-        with interrupts.stoppable():
+        with interrupts.stoppable() as stop, reporting(callback, stop):
             self._check_params()   # before the data: fit reads them with task_column and classes_
             data = self._fit_data(X, y, task, sample_weight)
             if not self._planned(data):
@@ -226,7 +260,8 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
                     self._check_spec(model, data)
                     result = self._fit_spec(model, data)
                 else:
-                    result = self._fit(data, init) if self.supports_warm_start else self._fit(data)
+                    result = (self._fit(data, init)  # type: ignore[call-arg]  # its _fit takes init
+                              if self.supports_warm_start else self._fit(data))
             except (MTLOptError, DeadlineReached) as exc:   # e.g. no solution found by the stop
                 if interrupts.requested():
                     raise interrupts.FitInterrupted(None, "the fit was interrupted before an "
@@ -520,6 +555,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         checked, plan = getattr(self, "_checked", None) or (None, None)
         if checked is not data:
             self._check_fit(data)
+            assert self._checked is not None   # stored by ``_check_fit``
             _, plan = self._checked
         self._checked = None
         return plan
@@ -617,6 +653,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
 
     def _global_model(self) -> tuple[np.ndarray, float]:
         """The fitted global / centre model (coef (p,), intercept) (``_has_global_model``)."""
+        assert self.global_model is not None   # ``_has_global_model``
         coef, intercept = (getattr(self, a) for a in self.global_model)
         return np.asarray(coef, dtype=float), float(intercept)
 
@@ -627,7 +664,7 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
             if unknown:
                 raise InvalidDataError(
                     f"tasks {unknown} were not seen in fit; fitted tasks: {self.task_names_}.")
-            rows = [self.task_names_.index(t) for t in data.task_names]
+            rows: Sequence[int] = [self.task_names_.index(t) for t in data.task_names]
             Xs = data.Xs
         else:
             Xs = list(data)
@@ -663,8 +700,10 @@ class SampleWeighted:
     tasks weighed by their ``MultiTaskData.counts`` where at all (``mtl_opt.data.weights``):
     their ``fit`` takes ``sample_weight``."""
 
+    _fit_weighted: Callable[..., MTLEstimator]   # the estimator's (``MTLEstimator``)
+
     def fit(self, X, y=None, *, task=None, sample_weight=None, init: FitResult | None = None,
-            model: ModelSpec | None = None):
+            model: ModelSpec | None = None, callback: Callable[[dict], object] | None = None):
         """``MTLEstimator.fit``, with ``sample_weight``: None, a number, or one weight >= 0 per
         row (in the row order of X, or the stacked task order of a MultiTaskData).  Each task's
         loss is then the weighted mean ``1/(2 W_k) sum_i w_i r_i^2``, W_k its total weight:
@@ -676,7 +715,7 @@ class SampleWeighted:
                     f"{type(self).__name__}.fit takes sample_weight or model=, not both: a "
                     f"ModelSpec is the model of the unweighted data it was built on.")
             self._check_weighted()
-        return self._fit_weighted(X, y, task, sample_weight, init, model)
+        return self._fit_weighted(X, y, task, sample_weight, init, model, callback)
 
     def _check_weighted(self) -> None:
         """Refuse ``sample_weight`` where these parameters leave the squared loss."""
@@ -745,7 +784,7 @@ def _cv_fold() -> dict | None:
     predictions get ``task``, which only the estimator's own score, scikit-learn's
     ``_PassthroughScorer``, hands on), or None outside one (or in a scikit-learn that names them
     otherwise: then nothing is refused)."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         if (frame.f_code.co_name == "_fit_and_score"
                 and frame.f_globals.get("__name__", "").startswith("sklearn.model_selection")):

@@ -49,9 +49,11 @@ class SolveOptions:
     seed : int or None, default=None
         Solver random seed in [0, 2**31 - 1]; None leaves the solver's default.
     verbose : bool, default=False
-        Print the run's progress as it goes, one row (time, incumbent, lower
+        Log the run's progress as it goes, one row (time, incumbent, lower
         bound, gap, nodes) at least every second on every exact path
-        (``solvers.progress``).  The solver's own log is a native option,
+        (``solvers.progress``): INFO records of the ``mtl_opt.progress``
+        logger, printed as a table while logging is not configured for them
+        (``mtl_opt.logs``).  The solver's own log is a native option,
         shown with verbose: ``solver_options=`` the backend's ``NATIVE_LOG``
         (HiGHS ``{"output_flag": True}``, SCIP ``{"display/verblevel": 4}``).
     solver_options : mapping, default={}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
 import sys
 import threading
 import time
@@ -20,6 +21,7 @@ from .. import __version__, interrupts
 from ..deadline import Deadline
 from ..errors import InvalidParameterError
 from ..formulations.sparse import SparseProblem
+from ..logs import show
 from ..reductions import ObjectiveScale, normalizing_root
 from ..result import Status
 from .backends import pick_backend
@@ -52,6 +54,8 @@ def _oa_scope(problem: SparseProblem, backend) -> str | None:
     return _exact_curvature(problem, backend)
 
 
+LOGGER = logging.getLogger(__name__)
+
 #: Seconds the first import of ``bnb`` may take before a notice says why: numba loads its
 #: kernels from the disk cache in about a second, and compiles them in 16-40 s once per Python
 #: environment (its cache is kept beside the installed package, or in NUMBA_CACHE_DIR).
@@ -77,11 +81,12 @@ def _bnb_module():
         finally:
             done.set()
     threading.Thread(target=load, name="mtl_opt-bnb-compile", daemon=True).start()
-    notice = time.perf_counter() + COMPILE_NOTICE_AFTER
+    notice: float | None = time.perf_counter() + COMPILE_NOTICE_AFTER
     while not done.wait(0.05):
         if notice is not None and time.perf_counter() >= notice:
-            notice = print("mtl_opt: loading the bnb kernels (numba compiles them once per Python "
-                           "environment, 16-40 s; Ctrl-C stops) ...", file=sys.stderr, flush=True)
+            show(LOGGER, logging.INFO, "mtl_opt: loading the bnb kernels (numba compiles them once "
+                 "per Python environment, 16-40 s; Ctrl-C stops) ...", sys.stderr)
+            notice = None
         if interrupts.requested():
             raise interrupts.FitInterrupted(None, "the fit was interrupted while numba compiled "
                                             "bnb's kernels (nothing was proven yet)")
@@ -186,7 +191,7 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
     This is also the one place of the fallback bound: every term of F is a square or a
     non-negative penalty, so F >= 0 stands in for a bound the method did not reach (none, or a negative one) before it stopped (``native["bound"]``
     says which bound the run carries).  The run's log is its live log (``solvers.progress``),
-    printed with ``options.verbose`` in the units of ``problem``.
+    logged with ``options.verbose`` in the units of ``problem``.
     """
     root = normalizing_root(problem.objective(incumbent))
     if root is None and not problem.feasible(incumbent):   # F = 0 there proves nothing
@@ -196,7 +201,7 @@ def run_exact(method: Method, problem: SparseProblem, incumbent: np.ndarray,
                          {"solver": "none: F = 0 at the incumbent", "solver_version": __version__,
                           "bound": "F >= 0, and F = 0 at the incumbent"})
     twin, inverse = ObjectiveScale(root).apply(problem)
-    progress = Progress(options.verbose, scale=inverse.value_scale)
+    progress = Progress(options.verbose, units=inverse.row)
     run = inverse.run(method.solve(twin, inverse.to_twin(incumbent), options, deadline, backend,
                                    progress=progress))
     run.native["bound"] = method.bound_source

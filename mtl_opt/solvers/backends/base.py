@@ -48,6 +48,7 @@ from mtl_opt.errors import (
 from mtl_opt.result import BACKEND_STATUSES as STATUSES, Status, absolute_gap, relative_gap
 from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline, DeadlineReached
+from mtl_opt.logs import show
 from mtl_opt.solvers.options import SolveOptions
 
 logger = logging.getLogger(__name__)
@@ -232,8 +233,8 @@ class Backend(abc.ABC):
         the native solver itself (single-tree OA)."""
         status = self.STATUS.get(native_status)
         if status is None:
-            logger.warning("%s returned unhandled status %r; reporting 'error'.",
-                           self.label, native_status)
+            show(logger, logging.WARNING, f"{self.label} returned unhandled status "
+                 f"{native_status!r}; reporting 'error'.", sys.stderr)
             return Status.ERROR
         return status
 
@@ -537,8 +538,10 @@ class _OnOptimize(HierarchicalTimer):
 def note_interrupt(native_status: str) -> None:
     """Record a Ctrl-C that the native solver caught itself (SCIP's own SIGINT handler, in force
     while it solves, so Python never saw the signal): the rest of the fit stops too
-    (``interrupts.request``), and the run's status is ``interrupted``."""
-    if any(native_status in cls.INTERRUPTED for cls in BACKENDS.values()):
+    (``interrupts.request``), and the run's status is ``interrupted``.  A stop already asked
+    (a signal, or this fit's own ``Stop``) is what interrupted it: nothing more to record."""
+    if not interrupts.requested() and any(native_status in cls.INTERRUPTED
+                                           for cls in BACKENDS.values()):
         interrupts.request()
 
 
