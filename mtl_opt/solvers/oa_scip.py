@@ -77,8 +77,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     margin = functools.partial(dual_bound_margin, handler, backend.dual_tolerance(options))
     progress.update(handler.upper, None, 0, force=True)
     def seen(incumbent, bound, nodes):   # SCIP's incumbent is the handler's, refitted
-        if progress.due():
-            progress.update(handler.upper, None if bound is None else bound - margin(), nodes)
+        progress.offer(handler.upper, None if bound is None else bound - margin(), nodes)
     scip.includeEventhdlr(event_watcher()(seen), "mtl_opt_progress", "mtl_opt's live log (solvers.progress)")
     started = deadline.remaining() > 0
     try:

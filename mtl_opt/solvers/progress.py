@@ -126,6 +126,7 @@ class Progress:
         self.nodes = 0
         self._stream = sys.stdout   # the console: a solver's own capture may replace sys.stdout
         self._last = -math.inf
+        self._offered: tuple | None = None   # a solver's latest figures, for the next row
         self._lock = threading.Lock()   # a solver's callbacks and the backend's heartbeat thread
         self._report = _report.get()
         if self._report is not None:
@@ -142,15 +143,39 @@ class Progress:
         with self._lock:
             self._update(incumbent, lower_bound, nodes, force, extra)
 
+    def offer(self, incumbent: float | None = None, lower_bound: float | None = None,
+              nodes: int | None = None) -> None:
+        """A solver's latest figures, from its callback (called at every event, so it only keeps
+        them): the next row takes them, whoever writes it, and one is written when due.  The
+        backend's heartbeat thread writes most rows while a solver runs: figures taken only
+        when a row was due at the solver's own call were lost to it (SCIP's rows had no bound
+        until the solve ended).  A bound offered never lowers the one held."""
+        self._offered = (incumbent, lower_bound, nodes)   # one assignment: no lock needed
+        if self.due():
+            self.update()
+
     def _update(self, incumbent, lower_bound, nodes, force, extra) -> None:
+        offered, self._offered = self._offered, None
+        if offered is not None:
+            held, bound, count = offered
+            if bound is not None and self.lower_bound is not None:
+                bound = max(bound, self.lower_bound)
+            self._keep(held, bound, count)
+        self._keep(incumbent, lower_bound, nodes)
+        if force or self.due():
+            self._write(force, extra)
+
+    def _keep(self, incumbent, lower_bound, nodes) -> None:
+        """The figures given, as the latest (None keeps the last one)."""
         if incumbent is not None and math.isfinite(incumbent):
             self.incumbent = float(incumbent)
         if lower_bound is not None and math.isfinite(lower_bound):
             self.lower_bound = float(lower_bound)
         if nodes is not None and nodes >= 0:
             self.nodes = int(nodes)
-        if not (force or self.due()):
-            return
+
+    def _write(self, force, extra) -> None:
+        """A row of the latest figures (a forced one that moves nothing only moves the last row)."""
         now = time.perf_counter()
         self._last = now
         row = {"time": now - self.start, "incumbent": self.incumbent,
@@ -180,10 +205,12 @@ class Progress:
         heartbeat here.  The solver's incumbent is not taken (the run's is the objective of a point
         it holds); its bound only through ``lower_bound_of`` (None: not a proven bound here)."""
         def seen(incumbent, bound, nodes):
-            if self.due():
-                lower = None if bound is None else lower_bound_of(bound)
-                self.update(None, None if lower is None else max(lower, self.lower_bound or -math.inf),
-                            None if nodes is None else nodes_before + nodes)
+            if bound is None and nodes is None:   # the backend's heartbeat (``ticking``)
+                if self.due():
+                    self.update()
+                return
+            self.offer(None, None if bound is None else lower_bound_of(bound),
+                       None if nodes is None else nodes_before + nodes)
         return seen
 
 
