@@ -197,7 +197,7 @@ def _solve(args) -> int:
     # --out -: standard output holds the JSON alone; whatever else is printed goes to stderr
     aside = stdout_to_stderr() if out is STDOUT else contextlib.nullcontext()
     try:
-        with aside, _progress_table():
+        with aside, _progress_table() as table:
             data = instance.load_data()
             from .estimators import ESTIMATORS
 
@@ -215,6 +215,8 @@ def _solve(args) -> int:
                       f"parameters: {changed}\n")
             result = instance.fit(estimator, data).result_
     except interrupts.FitInterrupted as stop:
+        if table.broken:   # stopped by the closed pipe: no result, the shell's 141
+            raise BrokenPipeError from None
         if stop.result is None:
             raise KeyboardInterrupt(f"{stop}; no result written") from None
         stop.result.to_json(out)
@@ -231,17 +233,24 @@ def _solve(args) -> int:
 
 
 class _TableHandler(logging.StreamHandler):
-    """The live table's handler: each record's message alone; a closed pipe is the command's
-    end (``ExitCode.BROKEN_PIPE``), not a logging error."""
+    """The live table's handler: each record's message alone.  A closed pipe (``-v | head``)
+    ends the table and stops the fit softly, as Ctrl-C does, and the command then ends with
+    ``ExitCode.BROKEN_PIPE``: raised here, often inside a solver's callback, BrokenPipeError
+    crashed HiGHS (exit 139)."""
+
+    broken = False
 
     def handleError(self, record: logging.LogRecord) -> None:
         if isinstance(sys.exc_info()[1], BrokenPipeError):
-            raise   # the one being handled
+            self.broken = True
+            self.stream = open(os.devnull, "w")   # the rows still to come go nowhere
+            interrupts.request()
+            return
         super().handleError(record)
 
 
 @contextlib.contextmanager
-def _progress_table() -> Iterator[None]:
+def _progress_table() -> Iterator[_TableHandler]:
     """``solve -v``'s live table: mtl-opt is the application, so it configures the
     ``mtl_opt.progress`` logger for the command (restored after it): INFO, to ``_TableHandler``
     on standard output as it is now (stderr under ``--out -``), not passed to the root."""
@@ -253,7 +262,7 @@ def _progress_table() -> Iterator[None]:
     LOGGER.propagate = False
     LOGGER.addHandler(handler)
     try:
-        yield
+        yield handler
     finally:
         LOGGER.removeHandler(handler)
         LOGGER.setLevel(saved[0])
