@@ -253,14 +253,18 @@ def test_the_tree_on_local_workers_is_the_serial_tree(monkeypatch):
 
 @pytest.mark.parametrize("seed, m, k, c", CASES + [(4, 7, 2, 1.0), (5, 6, 1, 1.0)])
 def test_the_pigeonhole_floor_is_below_every_suffix_optimum_and_prices_merges(seed, m, k, c):
-    """``AssignmentTree.floor[t]`` (K + 1 tasks hold a pair that shares a group) against the
-    enumerated optimum of every suffix order[t:]; on tasks from three centers with K <= 2 some
-    pair must merge, and the floor on all tasks rises above the independent-tasks bound."""
+    """``AssignmentTree.floor[t]`` and ``head[t]`` (K + 1 tasks hold a pair that shares a group)
+    against the enumerated optimum of every suffix order[t:] and every prefix order[:t]; on tasks
+    from three centers with K <= 2 some pair must merge, and both floors on all tasks rise above
+    the independent-tasks bound."""
     problem, start, reference = solved_tree(seed, m, k, c)
     tree = AssignmentTree(problem, k, farthest_first(start.theta), 1e-6, Deadline())
     for t in range(m):
         assert tree.floor[t] <= reference.clustered(tree.order[t:])[1] * (1 + 1e-12), t
+        if t:
+            assert tree.head[t] <= reference.clustered(tree.order[:t])[1] * (1 + 1e-12), t
+    assert tree.head[m] <= reference.clustered(tree.order)[1] * (1 + 1e-12)
     independent = sum(tree.singles)
     if k <= 2 and m >= 2 * (k + 1):
-        assert tree.floor[0] > independent * (1 + 1e-6)
-        assert tree.proven >= tree.floor[0]
+        assert min(tree.floor[0], tree.head[m]) > independent * (1 + 1e-6)
+        assert tree.proven >= max(tree.floor[0], tree.head[m])

@@ -9,8 +9,9 @@ placed the tasks before position t of ``order`` in groups A_1..A_K, leaving U_t,
     sum_c LB f(A_c) + LB opt_K(U_t)
 
 (any completion B_1..B_K partitions U_t: sum_c f(A_c u B_c) >= sum_c f(A_c) + sum_c f(B_c)).
-Each suffix also gets a pigeonhole floor before it is searched: among K + 1 tasks two share a
-group (``AssignmentTree._pigeonhole``; DESIGN.md, claim 5).
+Each suffix also gets a pigeonhole floor before it is searched, and the tasks before a stage's
+suffix one more (their own clustering costs at least that): among K + 1 tasks two share a group
+(``AssignmentTree._pigeonhole``; DESIGN.md, claim 5).
 The repetitive branch and bound of Brusco (2006, Psychometrika 71) solves the suffix problems
 opt_K(U_t) first, t = m - 1 down to 0, each depth first from an incumbent, so each is there as
 the bound of the next.  Tasks are ordered farthest first (distinct tasks decide the clusters
@@ -29,7 +30,7 @@ Bounds are sums of at most K + 1 non-negative floats, lowered past their roundin
 its parent's bound when its own is less.  A node is pruned when its bound >= incumbent *
 (1 - rel_gap); the bound a stage proves is the least over the nodes it closed (pruned nodes,
 leaves, and the nodes open when the deadline passed).  Stage t proves opt_K(all tasks) >= the
-sum of LB f({j}) over the tasks before t + its bound; the tree's bound is the best of these over
+pigeonhole floor of the tasks before t + its bound; the tree's bound is the best of these over
 the stages reached, so a stage cut by the deadline never lowers what an earlier stage proved (the
 live log shows the same running best).
 """
@@ -154,35 +155,60 @@ class AssignmentTree:
         singles = [1 << j for j in self.order]
         self.solved(singles, self.workers.map(self.costs.solver, [self.costs.job(g) for g in singles], math.inf))
         self.singles = [self.costs.bound(g) for g in singles]
-        self.floor = self._pigeonhole()
-        # the independent-tasks bound, or the pigeonhole bound on all tasks
-        self.proven = max(lowered_sum(math.fsum(self.singles), m), self.floor[0])
+        self.floor, self.head = self._pigeonhole()
+        # the independent-tasks bound, or a pigeonhole bound on all tasks
+        self.proven = max(lowered_sum(math.fsum(self.singles), m), self.floor[0], self.head[m])
         self.nodes = 0
 
-    def _pigeonhole(self) -> list[float]:
-        """floor[t]: the pigeonhole bound on opt_K(order[t:]) (DESIGN.md, claim 5), 0 past the end.
+    def _pigeonhole(self) -> tuple[list[float], list[float]]:
+        """Pigeonhole bounds (DESIGN.md, claim 5): ``floor[t]`` on opt_K(order[t:]), blocks cut
+        from the end of ``order``, and ``head[t]`` on opt_K(order[:t]), blocks cut from its start.
 
-        The tasks are cut into blocks of K + 1 from the end of ``order`` (farthest first, so a
-        block's tasks tend to be far apart); among a block's tasks, two share a group in any
-        clustering into K groups.  A block inside order[t:] adds the least over its pairs of
-        LB f(pair) + the LBs of its other tasks alone; every task outside the blocks adds its own.
-        The pairs are solved by the workers, each from the single task placed first."""
+        Among a block's K + 1 tasks two share a group in any clustering into K groups: a block
+        adds the least over its pairs of LB f(pair) + the LBs of its other tasks alone; every
+        task outside the blocks adds its own.  A block takes one task of each of K + 1 far-apart
+        kinds (``_kinds``), so that its cheapest pair is a merge the clustering must pay: blocks
+        cut from ``order`` as it comes held close pairs (two tasks of one true cluster) and
+        priced little.  The pairs are solved by the workers, each from the single task placed
+        first."""
         m, size = len(self.order), self.k + 1
-        blocks = [list(range(end - size, end)) for end in range(m, size - 1, -size)]   # positions
-        pairs = [(a, b) for block in blocks for a in block for b in block if a < b]
-        groups = [1 << self.order[a] | 1 << self.order[b] for a, b in pairs]
-        jobs = [self.costs.job(group, 1 << self.order[a]) for group, (a, _) in zip(groups, pairs)]
-        self.solved(groups, self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
-        block_of = {a: i for i, block in enumerate(blocks) for a in block}
-        least = [min(lowered_sum(self.costs.bound(1 << self.order[a] | 1 << self.order[b])
-                                 + math.fsum(self.singles[c] for c in block if c not in (a, b)), size - 1)
-                     for a in block for b in block if a < b) for block in blocks]
-        floor = [0.0] * (m + 1)
-        for t in range(m - 1, -1, -1):   # terms: the singles outside whole blocks, the blocks
-            terms = [self.singles[a] for a in range(t, m) if block_of.get(a, -1) < 0 or blocks[block_of[a]][0] < t]
-            terms += [least[i] for i, block in enumerate(blocks) if block[0] >= t]
-            floor[t] = lowered_sum(math.fsum(terms), len(terms))
-        return floor
+        kinds = self._kinds()
+        tails = _blocks(range(m - 1, -1, -1), kinds, size)   # positions of order
+        heads = _blocks(range(m), kinds, size)
+        pairs = {1 << self.order[a] | 1 << self.order[b]: 1 << self.order[a]
+                 for block in tails + heads for a in block for b in block if a < b}
+        jobs = [self.costs.job(group, first) for group, first in pairs.items()]
+        self.solved(list(pairs), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
+
+        def pair(a, b) -> float:   # f(pair) >= f(a) + f(b) too (claim 1): the better of two LBs
+            return max(self.costs.bound(1 << self.order[a] | 1 << self.order[b]),
+                       lowered_sum(self.singles[a] + self.singles[b], 2))
+
+        def least(block) -> float:
+            return min(lowered_sum(pair(a, b) + math.fsum(self.singles[c] for c in block if c not in (a, b)),
+                                   size - 1)
+                       for a in block for b in block if a < b)
+
+        def floors(blocks, inside) -> list[float]:
+            """For each t, the lowered sum over the blocks inside(t, block) and the singles of
+            the positions inside(t, position) that are in none of those blocks."""
+            terms_of = [least(block) for block in blocks]
+            out = []
+            for t in range(m + 1):
+                whole = [i for i, block in enumerate(blocks) if all(inside(t, a) for a in block)]
+                covered = {a for i in whole for a in blocks[i]}
+                terms = [terms_of[i] for i in whole]
+                terms += [self.singles[a] for a in range(m) if inside(t, a) and a not in covered]
+                out.append(lowered_sum(math.fsum(terms), len(terms)) if terms else 0.0)
+            return out
+        return floors(tails, lambda t, a: a >= t), floors(heads, lambda t, a: a < t)
+
+    def _kinds(self) -> list[int]:
+        """A kind (0..K) per position of ``order``: the nearest, in its single-task
+        coefficients, of the first K + 1 tasks of ``order`` (far apart: farthest first)."""
+        theta = np.array([self.costs.get(1 << j)[1].theta[0] for j in self.order])
+        seeds = theta[: self.k + 1]
+        return [int(np.argmin(np.sum((seeds - row) ** 2, axis=1))) for row in theta]
 
     def solve(self, start_labels: np.ndarray) -> tuple[list[int], float, bool]:
         """The best groups found (bit masks), the best bound on the clustered optimum proven by
@@ -197,9 +223,10 @@ class AssignmentTree:
             best = min(candidates, key=self.groups_value)
             best, stage_bound, finished = self._stage(t, best)
             self.suffix[t] = max(stage_bound, self.floor[t])   # two bounds on opt_K(order[t:])
-            # the tasks before t as singletons: f(A u B) >= f(A) + f(B) again; a bound proven
-            # by an earlier stage stays proven, so the best is kept (a cut stage can be weaker)
-            stage = lowered_sum(math.fsum(self.singles[:t]) + self.suffix[t], t + 1)
+            # the tasks before t: opt_K(all) >= opt_K(order[:t]) + opt_K(order[t:]) (claim 1 on
+            # each group) >= head[t] + suffix[t]; a bound proven by an earlier stage stays
+            # proven, so the best is kept (a cut stage can be weaker)
+            stage = lowered_sum(self.head[t] + self.suffix[t], 2)
             self.proven = max(self.proven, stage)
             if not finished:   # before the last stage, ``best`` places only order[t:]
                 return best if t == 0 else self._restricted(start_labels, 0), self.proven, False
@@ -288,6 +315,19 @@ class Stage:
             return []
         self.tree.solved([sum(1 << j for j in tasks) for tasks, _, _ in jobs], results)
         return [(child[-1], child) for child in self.tree.children(*node)]
+
+
+def _blocks(positions, kinds: list[int], size: int) -> list[list[int]]:
+    """Disjoint blocks of ``size`` positions of different kinds, taken along ``positions``: a
+    block closes as soon as each of the ``size`` kinds has a position waiting (the first
+    waiting of each); what is left waiting joins no block."""
+    waiting: list[list[int]] = [[] for _ in range(size)]
+    blocks = []
+    for a in positions:
+        waiting[kinds[a]].append(a)
+        if all(waiting):
+            blocks.append([queue.pop(0) for queue in waiting])
+    return blocks
 
 
 def _tasks(group: int) -> list[int]:
