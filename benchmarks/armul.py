@@ -34,7 +34,7 @@ from joblib import Parallel, delayed
 from mtl_opt.estimators import ARMUL, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL
 from mtl_opt.estimators.armul import cross_validate_armul
 from mtl_opt.formulations.armul import ArmulProblem
-from mtl_opt.solvers.prox import block_soft_threshold, fista
+from mtl_opt.solvers.armul.prox import block_soft_threshold, fista
 from mtl_opt.synthetic import armul_simulation
 from mtl_opt.deadline import Deadline
 

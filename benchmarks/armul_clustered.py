@@ -1,4 +1,4 @@
-"""Clustered ARMUL certified by the assignment tree (``solvers/armul_tree.py``), issue 52's shape.
+"""Clustered ARMUL certified by the assignment tree (``solvers/armul/tree.py``), issue 52's shape.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/armul_clustered.py --quick   # m = 30, 3 seeds, 60 s each
     OPENBLAS_NUM_THREADS=1 python benchmarks/armul_clustered.py           # and m = 100, 1 seed, 600 s

@@ -46,10 +46,10 @@ from sparse_exact import SMTL_PARAMS, demo_data, smtl_problem  # noqa: E402
 from mtl_opt.deadline import Deadline  # noqa: E402
 from mtl_opt.estimators import ARMUL  # noqa: E402
 from mtl_opt.formulations.sparse import SparseProblem  # noqa: E402
-from mtl_opt.solvers import armul_tree  # noqa: E402
-from mtl_opt.solvers.bcd import fit_bcd  # noqa: E402
-from mtl_opt.solvers.bnb import search as bnb_search  # noqa: E402
-from mtl_opt.solvers.bnb import solve_bnb  # noqa: E402
+from mtl_opt.solvers.armul import tree as armul_tree  # noqa: E402
+from mtl_opt.solvers.sparse.bcd import fit_bcd  # noqa: E402
+from mtl_opt.solvers.sparse.bnb import search as bnb_search  # noqa: E402
+from mtl_opt.solvers.sparse.bnb import solve_bnb  # noqa: E402
 from mtl_opt.solvers.engine import Engine  # noqa: E402
 from mtl_opt.solvers.engine.workers import Serial  # noqa: E402
 from mtl_opt.solvers.options import SolveOptions  # noqa: E402

@@ -172,7 +172,7 @@ def bnb_vs_okridge(rounds: int):
                               problem_for, run_paths)
 
     from mtl_opt.deadline import Deadline
-    from mtl_opt.solvers.bcd import fit_bcd
+    from mtl_opt.solvers.sparse.bcd import fit_bcd
 
     BNBTree = okridge_tree()
     if BNBTree is None:

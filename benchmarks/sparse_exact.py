@@ -65,13 +65,13 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.result import relative_gap
 from mtl_opt.solvers.backends import get_backend
-from mtl_opt.solvers.bcd import fit_bcd
-from mtl_opt.solvers.bnb import solve_bnb
+from mtl_opt.solvers.sparse.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
-from mtl_opt.solvers.oa import solve_miqp, solve_oa
-from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+from mtl_opt.solvers.sparse.oa import solve_miqp, solve_oa
+from mtl_opt.solvers.sparse.oa_scip import solve_oa_single_tree
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.solvers.sparse_methods import METHODS, choose, run_exact
+from mtl_opt.solvers.sparse.methods import METHODS, choose, run_exact
 from mtl_opt.synthetic import _ar1_design, smtl_simulation
 
 def _path(solve, backend: str | None = None):

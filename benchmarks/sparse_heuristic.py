@@ -27,7 +27,7 @@ single support size (``support_size=[s]``: no path, no tuning); other options ar
 defaults (0.4.x): splicing with ``max_iter=20``, ``exchange_num=5``, ``important_search=128``
 (each splicing round considers only the 128 most important inactive features) and warm starts.  Every
 objective is recomputed by ``SparseProblem.objective`` in float64.  Swap
-optimality: ``mtl_opt.solvers.bcd.best_swap`` on abess's refitted solution
+optimality: ``mtl_opt.solvers.sparse.bcd.best_swap`` on abess's refitted solution
 (the best single swap scored after an exact refit, so it also catches
 swaps that pay off only once the other coefficients move); a swap counts
 when it lowers F by more than 1e-9 relatively.
@@ -55,7 +55,7 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.metrics import support_f1
-from mtl_opt.solvers.bcd import best_swap
+from mtl_opt.solvers.sparse.bcd import best_swap
 from mtl_opt.synthetic import _ar1_design
 
 #: Relative tolerance for "better / equal / worse" and for an improving swap.

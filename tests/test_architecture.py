@@ -100,7 +100,8 @@ def test_no_hand_written_mapping_from_backend_status_to_stop():
 def test_run_records_are_typed():
     """``fit_bcd`` returns a dataclass (it returned a tuple), and an ARMUL run's estimate is an
     ``ArmulEstimate``, not a second run record (``ProxRun``) nested in the SolverRun."""
-    from mtl_opt.solvers import armul_methods, bcd, prox
+    from mtl_opt.solvers.armul import methods as armul_methods, prox
+    from mtl_opt.solvers.sparse import bcd
 
     assert dataclasses.is_dataclass(bcd.BcdRun)
     assert bcd.fit_bcd.__annotations__["return"] in ("BcdRun", bcd.BcdRun)
@@ -117,4 +118,4 @@ def test_the_safe_bound_numerics_live_in_one_module():
                    and node.name in ("gamma", "rounding_factor", "rounded_up", "lowered", "lowered_sum")]
     assert {name for name, _ in definitions} == {"rounding.py"}
     eps = [name for name, tree in _trees() if "finfo(float).eps" in ast.unparse(tree)]
-    assert sorted(eps) == ["rounding.py", "solvers/lbfgsb.py"]
+    assert sorted(eps) == ["rounding.py", "solvers/sparse/lbfgsb.py"]

@@ -14,7 +14,7 @@ from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.formulations.least_squares import ols
 from mtl_opt.solvers.method import SolverRun, final_status
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.solvers.prox import fista
+from mtl_opt.solvers.armul.prox import fista
 from mtl_opt.synthetic import armul_simulation
 from mtl_opt.deadline import Deadline
 

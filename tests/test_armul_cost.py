@@ -12,7 +12,7 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import ARMUL
 from mtl_opt.formulations.armul import ArmulProblem
-from mtl_opt.solvers.prox import fista
+from mtl_opt.solvers.armul.prox import fista
 from mtl_opt.synthetic import armul_simulation
 
 

@@ -11,7 +11,7 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import ARMUL, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL
 from mtl_opt.estimators.armul import cross_validate_armul
-from mtl_opt.solvers import prox
+from mtl_opt.solvers.armul import prox
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
 

@@ -1,4 +1,4 @@
-"""Clustered ARMUL's assignment tree (``solvers.armul_tree``) against every assignment enumerated.
+"""Clustered ARMUL's assignment tree (``solvers.armul.tree``) against every assignment enumerated.
 
 The reference enumerates every labeling of the tasks, each group's vanilla optimum bracketed by
 FISTA at rel_gap 1e-8 (``Reference``; the tree's tolerance is 1e-6): ``upper`` is the value of a
@@ -16,8 +16,8 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import ARMUL
 from mtl_opt.formulations.armul import ArmulProblem
-from mtl_opt.solvers import prox
-from mtl_opt.solvers.armul_tree import AssignmentTree, certify_clusters, farthest_first
+from mtl_opt.solvers.armul import prox
+from mtl_opt.solvers.armul.tree import AssignmentTree, certify_clusters, farthest_first
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import armul_simulation
 

@@ -13,10 +13,10 @@ from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb
-from mtl_opt.solvers.bnb.sets import SetBound
-from mtl_opt.solvers.bnb.tree import filled
-from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.sparse import bnb
+from mtl_opt.solvers.sparse.bnb.sets import SetBound
+from mtl_opt.solvers.sparse.bnb.tree import filled
+from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 

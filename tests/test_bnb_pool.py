@@ -12,12 +12,12 @@ import pytest
 from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers import bnb
-from mtl_opt.solvers.bnb import kernels
-from mtl_opt.solvers.bnb.greedy import GreedyBound
+from mtl_opt.solvers.sparse import bnb
+from mtl_opt.solvers.sparse.bnb import kernels
+from mtl_opt.solvers.sparse.bnb.greedy import GreedyBound
 from mtl_opt.solvers.engine import workers as bnb_pool
-from mtl_opt.solvers.bcd import fit_bcd
-from mtl_opt.solvers.bnb import solve_bnb
+from mtl_opt.solvers.sparse.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 

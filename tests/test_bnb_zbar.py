@@ -10,12 +10,12 @@ from mtl_opt.deadline import Deadline
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.resources import one_blas_thread
-from mtl_opt.solvers import bnb
-from mtl_opt.solvers.bnb import kernels
-from mtl_opt.solvers.bnb.greedy import GreedyBound
-from mtl_opt.solvers.bnb.sets import SetBound
-from mtl_opt.solvers.bnb.zbar import ZbarBound
-from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.sparse import bnb
+from mtl_opt.solvers.sparse.bnb import kernels
+from mtl_opt.solvers.sparse.bnb.greedy import GreedyBound
+from mtl_opt.solvers.sparse.bnb.sets import SetBound
+from mtl_opt.solvers.sparse.bnb.zbar import ZbarBound
+from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.method import final_status
 from mtl_opt.solvers.options import SolveOptions
 

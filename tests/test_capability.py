@@ -15,7 +15,9 @@ from mtl_opt.errors import CapabilityError, InvalidParameterError, SolverUnavail
 from mtl_opt.estimators import ARMUL, MOLAR, SparseMTL
 from mtl_opt.formulations import armul as armul_formulation
 from mtl_opt.formulations import molar as molar_formulation
-from mtl_opt.solvers import armul_methods, molar_methods, oa, sparse_methods
+from mtl_opt.solvers.armul import methods as armul_methods
+from mtl_opt.solvers.molar import methods as molar_methods
+from mtl_opt.solvers.sparse import oa, methods as sparse_methods
 from mtl_opt.solvers.backends import BACKENDS, Backend, GurobiBackend
 
 BACKEND_NAMES = (None, *BACKENDS)

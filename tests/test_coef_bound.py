@@ -16,10 +16,10 @@ from constrained_reference import constrained_optimum
 from mtl_opt import InvalidParameterError, SolveOptions, SparseMTL
 from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers.bnb.kernels import FREE, IN, OUT
-from mtl_opt.solvers.bnb.node import NODE_ITERATIONS
-from mtl_opt.solvers.bnb.search import family
-from mtl_opt.solvers.bnb.tree import filled
+from mtl_opt.solvers.sparse.bnb.kernels import FREE, IN, OUT
+from mtl_opt.solvers.sparse.bnb.node import NODE_ITERATIONS
+from mtl_opt.solvers.sparse.bnb.search import family
+from mtl_opt.solvers.sparse.bnb.tree import filled
 
 
 def _data(seed, n=20, p=5):

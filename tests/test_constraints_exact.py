@@ -14,8 +14,8 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
-from mtl_opt.solvers.oa import miqp_model
-from mtl_opt.solvers.sparse_methods import METHODS, run_exact
+from mtl_opt.solvers.sparse.oa import miqp_model
+from mtl_opt.solvers.sparse.methods import METHODS, run_exact
 from mtl_opt.solvers.options import SolveOptions
 
 #: Relative tolerance of LB <= optimum <= UB (the solvers' bounds carry a 1e-6 gap, the

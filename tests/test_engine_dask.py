@@ -24,9 +24,9 @@ from test_sparse import brute_force_optimum, random_problem
 
 from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers.armul_tree import certify_clusters
-from mtl_opt.solvers.bcd import fit_bcd
-from mtl_opt.solvers.bnb import search, solve_bnb
+from mtl_opt.solvers.armul.tree import certify_clusters
+from mtl_opt.solvers.sparse.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bnb import search, solve_bnb
 from mtl_opt.solvers.engine import workers_for
 from mtl_opt.solvers.engine.workers import DaskWorkers
 from mtl_opt.solvers.method import final_status

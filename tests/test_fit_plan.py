@@ -13,7 +13,7 @@ from mtl_opt.cli import main
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import SparseProblem
-from mtl_opt.solvers import sparse_methods
+from mtl_opt.solvers.sparse import methods as sparse_methods
 from mtl_opt.solvers.method import Method
 
 LIB = Path(__file__).resolve().parents[1] / "instances" / "library"

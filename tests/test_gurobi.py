@@ -15,7 +15,7 @@ from mtl_opt.errors import InvalidParameterError, LicenseLimitError  # noqa: E40
 from mtl_opt.estimators import ARMUL, MOLAR, SparseMTL  # noqa: E402
 from mtl_opt.solvers.backends import BACKENDS, get_backend  # noqa: E402
 from mtl_opt.solvers.method import final_status  # noqa: E402
-from mtl_opt.solvers.oa import solve_oa  # noqa: E402
+from mtl_opt.solvers.sparse.oa import solve_oa  # noqa: E402
 from mtl_opt.solvers.options import SolveOptions  # noqa: E402
 from mtl_opt.synthetic import sparse_heterogeneity  # noqa: E402
 from mtl_opt.deadline import Deadline

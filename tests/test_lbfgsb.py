@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from mtl_opt.solvers import lbfgsb
+from mtl_opt.solvers.sparse import lbfgsb
 
 #: Same compiled routine, same inputs: the iterates agree to the last bits; the tolerance only
 #: keeps the comparison a float one.

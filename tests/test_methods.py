@@ -10,12 +10,12 @@ import pytest
 from test_sparse import brute_force_optimum, random_problem
 
 import mtl_opt
-import mtl_opt.solvers.bcd as bcd
+import mtl_opt.solvers.sparse.bcd as bcd
 from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.result import Status, relative_gap
-from mtl_opt.solvers import sparse_methods
+from mtl_opt.solvers.sparse import methods as sparse_methods
 from mtl_opt.solvers.method import STOPS, SolverRun, final_status
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import smtl_simulation

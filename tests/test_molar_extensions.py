@@ -21,8 +21,8 @@ from mtl_opt.estimators import (
 )
 from mtl_opt.estimators.molar import _quantile_shift
 from mtl_opt.estimators.molar_variants import molar_hd_coefs
-from mtl_opt.solvers.lasso_debias import lasso_coefs, ml_coefs, rm_coefs, rm_trim_fraction
-from mtl_opt.solvers.molar import molar_coefs
+from mtl_opt.solvers.molar.lasso_debias import lasso_coefs, ml_coefs, rm_coefs, rm_trim_fraction
+from mtl_opt.solvers.molar.estimate import molar_coefs
 from mtl_opt.synthetic import sparse_heterogeneity
 
 

@@ -21,7 +21,7 @@ from mtl_opt.estimators import (
     RobustMultitask,
 )
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers.molar_methods import METHODS, MedianProblem
+from mtl_opt.solvers.molar.methods import METHODS, MedianProblem
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
@@ -204,7 +204,7 @@ def test_high_dimensional_median_gives_a_constant_column_weight_zero(sites):
     site0's LASSO returns for its zero column), and site0 takes it."""
     data = sites.data
     model = MOLARHighDim().fit(data)
-    from mtl_opt.solvers.lasso_debias import lasso_coefs
+    from mtl_opt.solvers.molar.lasso_debias import lasso_coefs
     centred = data.standardize(how="task", center=True, scale=False)[0]
     local = lasso_coefs(centred.Xs, centred.ys, c_lambda=model.c_lambda_local)
     assert local[0, 0] == 0.0

@@ -1,4 +1,4 @@
-"""MOLAR's method table (solvers/molar_methods.py): algorithm=/backend=, the recorded algorithm and backend, the fit's one deadline, declarative parameter checks."""
+"""MOLAR's method table (solvers/molar/methods.py): algorithm=/backend=, the recorded algorithm and backend, the fit's one deadline, declarative parameter checks."""
 
 import time
 
@@ -11,8 +11,8 @@ from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import (MOLAR, MedianLasso, MOLARHighDim, MOLARLogistic, PerTaskLasso,
                                 PerTaskOLS, PooledOLS, RobustMultitask)
 from mtl_opt.formulations.molar import median_objective
-from mtl_opt.solvers.lasso_debias import lasso_coefs, ml_coefs, rm_coefs
-from mtl_opt.solvers.molar import molar_coefs
+from mtl_opt.solvers.molar.lasso_debias import lasso_coefs, ml_coefs, rm_coefs
+from mtl_opt.solvers.molar.estimate import molar_coefs
 from mtl_opt.estimators.molar_variants import molar_hd_coefs
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import sparse_heterogeneity

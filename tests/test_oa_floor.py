@@ -9,9 +9,9 @@ import pytest
 from mtl_opt.data import MultiTaskData
 from mtl_opt.deadline import Deadline
 from mtl_opt.formulations.sparse import SparseProblem
-from mtl_opt.solvers import oa
+from mtl_opt.solvers.sparse import oa
 from mtl_opt.solvers.backends import get_backend
-from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.options import SolveOptions
 from test_sparse import brute_force_optimum
 

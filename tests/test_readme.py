@@ -91,7 +91,7 @@ def wheel_site(tmp_path_factory):
             wheel = next((scratch / "dist").glob("mtl_opt-*.whl"))
             subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target",
                             site, wheel], check=True, capture_output=True)
-            subprocess.run([sys.executable, "-c", f"{WHEEL_ONLY}\nimport mtl_opt.solvers.bnb.kernels"],
+            subprocess.run([sys.executable, "-c", f"{WHEEL_ONLY}\nimport mtl_opt.solvers.sparse.bnb.kernels"],
                            check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(site)})
             (site / ".ready").touch()
     return site

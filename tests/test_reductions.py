@@ -23,10 +23,10 @@ from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.data import MultiTaskData
 from mtl_opt.reductions import (Chain, Frame, Inverse, Level, ObjectiveScale, Responses,
                                 ResponseScale, centred)
-from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.solvers.prox import fista
-from mtl_opt.solvers.sparse_methods import METHODS
+from mtl_opt.solvers.armul.prox import fista
+from mtl_opt.solvers.sparse.methods import METHODS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mtl_opt"
 #: y itself, y over a million, y at a common level of 1e9.

@@ -25,7 +25,7 @@ from mtl_opt.estimators import ARMUL, DataPooling, IndependentTasks, PerTaskOLS,
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.formulations.least_squares import ols
 from mtl_opt.solvers.options import SolveOptions
-from mtl_opt.solvers.prox import fista
+from mtl_opt.solvers.armul.prox import fista
 from mtl_opt.deadline import Deadline
 
 #: Relative slack of every comparison with the reference optimum (issue 17).

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from mtl_opt.data import MultiTaskData
 from mtl_opt.estimators import MOLAR
 from mtl_opt.deadline import Deadline
-from mtl_opt.solvers.molar_methods import METHODS, MedianProblem
+from mtl_opt.solvers.molar.methods import METHODS, MedianProblem
 from mtl_opt.formulations import molar as F
 from mtl_opt.solvers.options import SolveOptions
 

@@ -12,7 +12,7 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import VARIANTS, SparseProblem, zbar_penalty
-from mtl_opt.solvers.bcd import _project, _RefitModel, _swap_table, best_swap, fit_bcd, swapped_support
+from mtl_opt.solvers.sparse.bcd import _project, _RefitModel, _swap_table, best_swap, fit_bcd, swapped_support
 from mtl_opt.deadline import Deadline
 
 
@@ -369,7 +369,7 @@ def test_spd_solve_falls_back_to_least_squares_when_singular():
 def test_skipping_a_start_on_a_finished_support_loses_nothing(variant, seed):
     """fit_bcd skips a start whose support a finished run ended on (11 of these 24 instances);
     its answer is as good as the best of every start descended in full."""
-    from mtl_opt.solvers import bcd
+    from mtl_opt.solvers.sparse import bcd
     problem, _ = random_problem(variant, seed, K=2, p=12, n=15, s=3)
     answer = problem.objective(fit_bcd(problem, deadline=Deadline()).coef)
     every = [problem.objective(bcd._descend(problem, start, 1000, 1e-7, True, 10_000, 0.0, Deadline())[0])
@@ -379,7 +379,7 @@ def test_skipping_a_start_on_a_finished_support_loses_nothing(variant, seed):
 
 def bcd_starts(problem):
     """fit_bcd's starts: zeros, the projected wide solution and (Zbar) the shared-support fit."""
-    from mtl_opt.solvers import bcd
+    from mtl_opt.solvers.sparse import bcd
     zeros = np.zeros((problem.n_tasks, problem.n_features))
     wide = problem.with_params(s=min(3 * problem.s, problem.n_features), lambda_zbar=0.0)
     wide_fit = bcd._descend(wide, zeros, 1000, 1e-7, False, 0, 0.0, Deadline())[0]
@@ -394,7 +394,7 @@ def bcd_starts(problem):
 def test_the_largest_scores_break_ties_as_a_stable_sort_does(count):
     """bcd keeps the s largest scores by a partition; where scores tie at the boundary (duplicated
     features) it must keep the same indices as the stable sort it replaced, on every CPU."""
-    from mtl_opt.solvers.bcd import _largest
+    from mtl_opt.solvers.sparse.bcd import _largest
 
     rng = np.random.default_rng(count)
     for _ in range(50):

@@ -15,12 +15,13 @@ from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import VARIANTS, zbar_penalty
 from mtl_opt.formulations.sparse_models import perspective_cut
 from mtl_opt.solvers.backends import get_backend
-from mtl_opt.solvers import bnb, progress
-from mtl_opt.solvers.bcd import fit_bcd
-from mtl_opt.solvers.bnb import solve_bnb
+from mtl_opt.solvers.sparse import bnb
+from mtl_opt.solvers import progress
+from mtl_opt.solvers.sparse.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bnb import solve_bnb
 from mtl_opt.solvers.method import final_status
-from mtl_opt.solvers.oa import solve_miqp, solve_oa
-from mtl_opt.solvers.sparse_methods import METHODS, run_exact
+from mtl_opt.solvers.sparse.oa import solve_miqp, solve_oa
+from mtl_opt.solvers.sparse.methods import METHODS, run_exact
 from mtl_opt.solvers.options import SolveOptions
 from test_sparse import brute_force_optimum, random_problem
 from timing import deadline
@@ -252,7 +253,7 @@ def test_exported_miqp_reads_back_into_scip_with_the_same_optimum(tmp_path):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_single_tree_oa_on_scip_proves_the_brute_force_optimum(variant):
     """Cuts from the constraint handler only: SCIP's bound must still be valid and tight."""
-    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+    from mtl_opt.solvers.sparse.oa_scip import solve_oa_single_tree
 
     problem, _ = random_problem(variant, 6000, K=3, p=6, n=15, s=2)
     optimum = brute_force_optimum(problem)
@@ -272,7 +273,7 @@ def test_single_tree_oa_resumes_scip_until_our_gap_with_its_margin_is_met(varian
     """SCIP's gap limit is on its own dual bound; ours subtracts ``dual_bound_margin``.  With the
     margin inflated to 0.02 F, SCIP stops at its 5% with ours above 5% on these instances (it
     did before the resume), so it must go on until ours is met; a user's own limits/gap stands."""
-    from mtl_opt.solvers import oa_scip
+    from mtl_opt.solvers.sparse import oa_scip
 
     problem, _ = random_problem(variant, 1, K=2, p=8, n=20, s=3)
     optimum = brute_force_optimum(problem)
@@ -291,7 +292,7 @@ def test_single_tree_oa_tightens_scip_dual_tolerance_where_the_master_is_large(m
     """dual_bound_margin grows with the master's columns: at SCIP's usual 1e-9 it alone exceeds a
     1e-8 gap on 10 tasks (it did: gap_limit), so SCIP gets a tighter tolerance and certifies the
     brute-force optimum, the margin within the gap."""
-    from mtl_opt.solvers import oa_scip
+    from mtl_opt.solvers.sparse import oa_scip
 
     tolerances = []
     margin = oa_scip.dual_bound_margin
@@ -356,8 +357,8 @@ def test_oa_paths_agree_on_a_small_instance():
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_nearby_supports_are_distinct_and_start_at_the_incumbent(variant):
     """From a local optimum the best swap and its reverse cycle; each support gets one cut."""
-    from mtl_opt.solvers.bcd import best_swap, swapped_support
-    from mtl_opt.solvers.oa import _nearby_supports
+    from mtl_opt.solvers.sparse.bcd import best_swap, swapped_support
+    from mtl_opt.solvers.sparse.oa import _nearby_supports
 
     problem, _ = random_problem(variant, 5)
     B = fit_bcd(problem, deadline=Deadline()).coef
@@ -380,10 +381,10 @@ def test_miqp_returns_at_its_time_limit_where_scip_nlp_deadlocked():
         "import sys; sys.path.insert(0, 'benchmarks')\n"
         "from sparse_exact import demo_data, problem_for\n"
         "from mtl_opt.deadline import Deadline\n"
-        "from mtl_opt.solvers.bcd import fit_bcd\n"
+        "from mtl_opt.solvers.sparse.bcd import fit_bcd\n"
         "from mtl_opt.solvers.backends import get_backend\n"
         "from mtl_opt.solvers.method import final_status\n"
-        "from mtl_opt.solvers.oa import solve_miqp\n"
+        "from mtl_opt.solvers.sparse.oa import solve_miqp\n"
         "from mtl_opt.solvers.options import SolveOptions\n"
         "problem = problem_for(demo_data(100, 5, 100, seed=0), s=5, lambda_ridge=0.1)\n"
         "start = fit_bcd(problem, deadline=Deadline()).coef\n"
@@ -400,7 +401,7 @@ def test_miqp_returns_at_its_time_limit_where_scip_nlp_deadlocked():
 def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
     """A default memory limit is set; hitting it is a work limit, never an error or a claim."""
     from mtl_opt.solvers.backends import default_memory_limit_mb
-    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+    from mtl_opt.solvers.sparse.oa_scip import solve_oa_single_tree
 
     assert get_backend("scip").native_options(SolveOptions())["limits/memory"] == default_memory_limit_mb() > 0
     problem, _ = random_problem("l0l2", 6001, K=2, p=8, n=15, s=3)
@@ -418,7 +419,7 @@ def test_scip_stops_at_its_memory_limit_with_the_incumbent_and_a_valid_bound():
 @pytest.mark.parametrize("bad", [{"limits/tyme": 5}, {"limits/time": "soon"}])
 def test_single_tree_oa_refuses_a_bad_scip_option_by_name(bad):
     """solver_options go through the SCIP backend's check, as on every other path (was a bare KeyError)."""
-    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+    from mtl_opt.solvers.sparse.oa_scip import solve_oa_single_tree
 
     problem, _ = random_problem("l0l2", 6002, K=2, p=4, n=10, s=2)
     start = np.zeros((2, 4))
@@ -530,7 +531,7 @@ def test_single_tree_oa_hands_scip_a_complete_start_it_accepts(variant):
     w and the objective's epigraph column), checked by SCIP (``checkSol``) before it is stored.
     It once set z and eta only, and SCIP rejected every start ("all 1 solutions given by solution
     candidate storage are infeasible")."""
-    from mtl_opt.solvers.oa_scip import solve_oa_single_tree
+    from mtl_opt.solvers.sparse.oa_scip import solve_oa_single_tree
 
     problem, _ = random_problem(variant, 77, K=3, p=12, n=15)
     run = solve_oa_single_tree(problem, SolveOptions(time_limit=2), fit_bcd(problem, deadline=Deadline()).coef, deadline=Deadline(2))

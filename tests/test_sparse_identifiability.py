@@ -17,7 +17,7 @@ from mtl_opt.data import MultiTaskData
 from mtl_opt.errors import InvalidParameterError
 from mtl_opt.estimators import SparseMTL
 from mtl_opt.formulations.sparse import VARIANTS, SparseProblem
-from mtl_opt.solvers.bcd import fit_bcd
+from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.synthetic import multisite
 from test_cli_robustness import one_line_error
@@ -156,7 +156,7 @@ def test_a_user_mask_excludes_a_varying_column_on_bcd_and_the_exact_models():
     """``SparseProblem.excluded`` is general: a column that varies (so the data would use it) is
     kept out of one task by the mask alone, and the exact solver certifies the restricted optimum."""
     from mtl_opt.solvers.backends import get_backend
-    from mtl_opt.solvers.oa import solve_miqp, solve_oa
+    from mtl_opt.solvers.sparse.oa import solve_miqp, solve_oa
 
     Xs, ys = tiny_coupled(seed=7)
     excluded = np.zeros((3, 4), bool)
@@ -211,7 +211,7 @@ def test_swap_scores_stay_exact_with_excluded_pairs(variant, penalties):
     the change of F between refits (1e-9 relative); no swap adds an excluded pair, and every
     column still usable by some task can be swapped in (feature 3 is a zero column in task 2:
     with no ridge its pair must not make the column's score singular)."""
-    from mtl_opt.solvers.bcd import _RefitModel, _swap_table, swapped_support
+    from mtl_opt.solvers.sparse.bcd import _RefitModel, _swap_table, swapped_support
 
     rng = np.random.default_rng(3)
     Xs = [rng.normal(size=(15, 6)) for _ in range(3)]

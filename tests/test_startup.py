@@ -20,7 +20,7 @@ def _loaded_after(code: str) -> dict:
     probe = textwrap.dedent(code) + textwrap.dedent("""
         import json, sys
         print(json.dumps({name: name in sys.modules for name in
-                          ("numba", "mtl_opt.solvers.bnb.search", "mtl_opt.solvers.bnb.kernels", "pyomo", "numpy")}))
+                          ("numba", "mtl_opt.solvers.sparse.bnb.search", "mtl_opt.solvers.sparse.bnb.kernels", "pyomo", "numpy")}))
     """)
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -53,7 +53,7 @@ def test_cli_validate_and_molar_armul_fits_never_import_numba():
         MOLAR().fit(data); ARMUL().fit(data); PerTaskOLS().fit(data)
         SparseMTL(s=2).fit(data)   # bcd: no bnb
     """)
-    assert not loaded["numba"] and not loaded["mtl_opt.solvers.bnb.search"], loaded
+    assert not loaded["numba"] and not loaded["mtl_opt.solvers.sparse.bnb.search"], loaded
 
 
 def test_bnb_compiles_in_the_fit_before_its_deadline_never_in_check():
@@ -71,22 +71,22 @@ def test_bnb_compiles_in_the_fit_before_its_deadline_never_in_check():
                              [rng.normal(size=10) for _ in range(2)])
         estimator = SparseMTL(s=2, algorithm="bnb", lambda_ridge=0.1)
         estimator.check(data)
-        assert "numba" not in sys.modules and "mtl_opt.solvers.bnb.search" not in sys.modules
+        assert "numba" not in sys.modules and "mtl_opt.solvers.sparse.bnb.search" not in sys.modules
         seen = []
         real = sparse_module.Deadline
-        sparse_module.Deadline = lambda *a, **k: seen.append("mtl_opt.solvers.bnb.search" in sys.modules) or real(*a, **k)
+        sparse_module.Deadline = lambda *a, **k: seen.append("mtl_opt.solvers.sparse.bnb.search" in sys.modules) or real(*a, **k)
         estimator.fit(data)
         assert seen and all(seen), seen
     """)
-    assert loaded["mtl_opt.solvers.bnb.search"] and loaded["numba"], loaded
+    assert loaded["mtl_opt.solvers.sparse.bnb.search"] and loaded["numba"], loaded
 
 
 def test_a_slow_first_bnb_import_says_what_it_is_doing():
     """The notice's timer fires while the import runs (here at once); the import still succeeds."""
     run = subprocess.run([sys.executable, "-c", textwrap.dedent("""
-        from mtl_opt.solvers import sparse_methods
-        sparse_methods.COMPILE_NOTICE_AFTER = 0.0
-        assert sparse_methods._bnb_module().solve_bnb
+        from mtl_opt.solvers.sparse import methods
+        methods.COMPILE_NOTICE_AFTER = 0.0
+        assert methods._bnb_module().solve_bnb
     """)], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert run.returncode == 0, run.stderr
     assert run.stderr.count("loading the bnb kernels (numba compiles them once per Python environment") == 1, run.stderr

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..params import BOOLEAN, Interval, OneOf, validate_attributes
-from ..solvers.lasso_debias import lasso_coefs, rm_coefs
+from ..solvers.molar.lasso_debias import lasso_coefs, rm_coefs
 from ..formulations.least_squares import ols
 from .base import Environment, Policy, Round
 

@@ -16,9 +16,9 @@ import numpy as np
 from ..data import MultiTaskData
 from ..params import Interval, OneOf
 from ..formulations.molar import shrink, thresholds
-from ..solvers.lasso_debias import pooled_median
+from ..solvers.molar.lasso_debias import pooled_median
 from ..solvers.least_squares import per_task_ols
-from ..solvers.molar import molar_coefs, noise_levels
+from ..solvers.molar.estimate import molar_coefs, noise_levels
 from .linear_policies import BatchedGreedy
 
 

@@ -7,7 +7,7 @@ estimator, so configured, accepts: ``not_applicable`` asks the estimator's own
 e.g. lambda_ridge = 0 where the data give no curvature), and a ``requires`` test
 can rule out more from the parameters alone; such pairs are recorded as
 ``not_applicable``, not as errors.  The sparse solvers are the methods of
-``mtl_opt.solvers.sparse_methods.METHODS`` on each of their backends.
+``mtl_opt.solvers.sparse.methods.METHODS`` on each of their backends.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InvalidParameterError, MTLOptError
-from ..solvers.sparse_methods import METHODS as SPARSE_METHODS
+from ..solvers.sparse.methods import METHODS as SPARSE_METHODS
 
 
 def _anything(params: dict) -> str | None:
@@ -69,9 +69,9 @@ def _sparse(name: str, method: str, backend: str | None) -> BenchSolver:
 
 def _armul_exact(backend: str | None) -> Callable[[dict], str | None]:
     """The ``requires`` of the exact ARMUL model on ``backend``: the method table's own answer
-    (``armul_methods.exact_refusal``) from the instance's structure and loss."""
+    (``armul.methods.exact_refusal``) from the instance's structure and loss."""
     def requires(params: dict) -> str | None:
-        from ..solvers.armul_methods import exact_refusal
+        from ..solvers.armul.methods import exact_refusal
 
         refusal = exact_refusal(params["structure"], params["loss"], backend)
         return None if refusal is None else str(refusal)

@@ -1,7 +1,7 @@
 """ARMUL (vanilla, clustered, low-rank), and the shared plumbing of its baselines.
 
-ARMUL's algorithms are the method table ``solvers.armul_methods.METHODS``: ``prox``
-(``solvers.prox``: proximal gradient, alternating searches) and ``exact`` (``solvers.armul_scip``:
+ARMUL's algorithms are the method table ``solvers.armul.methods.METHODS``: ``prox``
+(``solvers.armul.prox``: proximal gradient, alternating searches) and ``exact`` (``solvers.armul.scip``:
 the exact Pyomo model on SCIP or Gurobi).
 """
 
@@ -18,9 +18,9 @@ from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
 from ..reductions import Responses, ResponseScale
 from ..result import FitResult
-from ..solvers import glm, prox
-from ..solvers.armul_methods import METHODS, STRUCTURES, StructuredProblem
-from ..solvers.armul_scip import read_solution
+from ..solvers.armul import glm, prox
+from ..solvers.armul.methods import METHODS, STRUCTURES, StructuredProblem
+from ..solvers.armul.scip import read_solution
 from ..solvers.user_model import ModelSpec
 from ..solvers.method import SolverRun, lookup
 from ..solvers.backends import BACKENDS
@@ -177,8 +177,8 @@ class ARMUL(GLMTasks):
     loss : {"squared", "logistic"}, default="squared"
         Logistic: a binary classifier (``classes_``: any two labels, the second coded 1).
     algorithm : {"prox", "exact"}, default="prox"
-        A method of ``mtl_opt.solvers.armul_methods.METHODS``. ``prox``:
-        ``mtl_opt.solvers.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a
+        A method of ``mtl_opt.solvers.armul.methods.METHODS``. ``prox``:
+        ``mtl_opt.solvers.armul.prox``; ``exact``: the exact Pyomo model (vanilla, both losses), a
         branch and bound over assignments (clustered, both losses); no low-rank method.
     backend : a name in ``mtl_opt.solvers.backends.BACKENDS`` or None
         Only with algorithm="exact": the backend of vanilla's exact model, "scip" (None) or
@@ -213,7 +213,7 @@ class ARMUL(GLMTasks):
     common level and near unit scale (``ResponseScale``; not the level for
     low-rank, whose rank constraint binds the intercepts too).  algorithm="exact":
     vanilla, our dual bound at SCIP's point, never SCIP's own; clustered, a branch and bound
-    over task-to-cluster assignments (``solvers.armul_tree``, no backend) from the prox answer,
+    over task-to-cluster assignments (``solvers.armul.tree``, no backend) from the prox answer,
     whose bound is the least safe bound over its closed nodes (at a time limit, over the open
     ones too).  Clustered and low-rank with algorithm="prox" are local
     searches: clustered has no bound (``heuristic``); low-rank carries the independent-tasks

@@ -26,7 +26,7 @@ from .. import __version__
 from ..data import MultiTaskData
 from ..deadline import Deadline
 from ..result import FitResult, Status
-from ..solvers import glm, prox
+from ..solvers.armul import glm, prox
 from .armul import COMMON_CONSTRAINTS, GLMTasks
 from .base import Interval, OneOf
 

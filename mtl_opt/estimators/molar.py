@@ -1,7 +1,7 @@
 """MOLAR: weighted-median-based multitask linear regression (Algorithm 1 of the MOLAR paper).
 
 The estimator (parameters, checks, result, confidence intervals); the algorithm is
-``mtl_opt.solvers.molar``.
+``mtl_opt.solvers.molar.estimate``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from ..params import validate_params
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, unfitted_warnings
 from ..deadline import Deadline
-from ..solvers.molar import SIGMA, MolarFit, median_problem, molar_fit, noise_levels
-from ..solvers.molar_methods import METHODS, resolve
+from ..solvers.molar.estimate import SIGMA, MolarFit, median_problem, molar_fit, noise_levels
+from ..solvers.molar.methods import METHODS, resolve
 from ..solvers.backends import BACKENDS
 from ..solvers.options import SolveOptions
 from ..solvers.user_model import ModelSpec, indexed_values
@@ -75,7 +75,7 @@ class MOLAR(SampleWeighted, MTLEstimator):
         Scale of the threshold; Theorem 1 needs c_gamma >= 1 for its guarantee.
     algorithm : {"closed_form", "lp"}, default="closed_form"
         Compute the weighted median by sorting, or as one LP over all
-        covariates solved by ``backend`` (``mtl_opt.solvers.molar_methods``).
+        covariates solved by ``backend`` (``mtl_opt.solvers.molar.methods``).
     backend : "highs", "scip", "gurobi" or None, default=None
         LP solver when ``algorithm="lp"`` (None: HiGHS).
     sigma : float, sequence of floats, or None, default=None

@@ -1,6 +1,6 @@
 """The MOLAR paper's regression baselines as estimators: per-task LASSO, RM (Xu & Bastani) and ML.
 
-The algorithms, their penalty level and RM's trimming rule are in ``mtl_opt.solvers.lasso_debias``;
+The algorithms, their penalty level and RM's trimming rule are in ``mtl_opt.solvers.molar.lasso_debias``;
 here every task gets an unpenalized intercept (``CenteredEstimator``).
 """
 
@@ -11,7 +11,7 @@ import sklearn
 
 from ..data import MultiTaskData
 from ..result import FitResult, Status
-from ..solvers.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, TRIMMING, lasso_coefs, ml_coefs, rm_coefs
+from ..solvers.molar.lasso_debias import C_LAMBDA_LASSO, C_LAMBDA_RM, TRIMMING, lasso_coefs, ml_coefs, rm_coefs
 from ..solvers.least_squares import fitted_columns
 from ..solvers.method import NO_BOUND, SolverRun
 from ..solvers.options import SolveOptions
@@ -88,7 +88,7 @@ class PerTaskLasso(CenteredEstimator):
 class RobustMultitask(CenteredEstimator):
     """RM (Xu & Bastani): OLS, coordinate-wise trimmed mean, LASSO debiasing toward it.
 
-    See ``mtl_opt.solvers.lasso_debias`` for the trimming rule (an
+    See ``mtl_opt.solvers.molar.lasso_debias`` for the trimming rule (an
     assumption) and the penalty.  Intercepts are per task and unpenalized.
 
     Attributes

@@ -36,7 +36,7 @@ from ..formulations.molar import THRESHOLDS
 from ..identifiability import constant_columns
 from ..params import POSITIVE, validate_params
 from ..result import FitResult
-from ..solvers.lasso_debias import ARRAY_OPTIONS, check_tasks, lasso_coefs, median_lasso_debias
+from ..solvers.molar.lasso_debias import ARRAY_OPTIONS, check_tasks, lasso_coefs, median_lasso_debias
 from ..solvers.least_squares import (
     TaskFits,
     fitted_columns,
@@ -45,7 +45,7 @@ from ..solvers.least_squares import (
     task_designs,
     unfitted_warnings,
 )
-from ..solvers.molar import molar_fit
+from ..solvers.molar.estimate import molar_fit
 from ..solvers.options import SolveOptions
 from .base import BOOLEAN, Interval, MTLEstimator, OneOf
 from .molar_baselines import CenteredEstimator
@@ -185,7 +185,7 @@ class MOLARLogistic(MTLEstimator):
 
     method = "molar_logistic"
     global_model = ("global_coef_", "global_intercept_")
-    algorithm = "closed_form"   # the weighted median of ``molar_methods`` it runs (no choice)
+    algorithm = "closed_form"   # the weighted median of ``molar.methods`` it runs (no choice)
     identification = "collinear"
     param_constraints = {"threshold": [OneOf(THRESHOLDS)], "c_gamma": [Interval(0.0, None)],
                          "fit_intercept": [BOOLEAN]}

@@ -14,12 +14,12 @@ from ..formulations.constraints import compile_constraints
 from ..formulations.sparse import VARIANTS, SparseProblem
 from ..result import FitResult, Status
 from ..solvers.backends import BACKENDS
-from ..solvers.bcd import fit_bcd
+from ..solvers.sparse.bcd import fit_bcd
 from ..deadline import Deadline
-from ..solvers.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
+from ..solvers.sparse.oa import initial_master, miqp_model, unboxed_miqp, widen_miqp_box
 from ..solvers.options import SolveOptions
 from ..reductions import ObjectiveScale
-from ..solvers.sparse_methods import METHODS, NAMES, choose, resolve, run_exact
+from ..solvers.sparse.methods import METHODS, NAMES, choose, resolve, run_exact
 from ..solvers.user_model import ModelSpec, indexed_values
 from .base import (BOOLEAN, InstanceOf, Interval, MTLEstimator, OneOf, OneOfKeys,
                    SampleWeighted, SequenceOf)
@@ -53,11 +53,11 @@ class SparseMTL(SampleWeighted, MTLEstimator):
     lambda_ridge, lambda_bbar, lambda_zbar : float, default=0.0
         Penalty weights; a variant without a term requires its weight to be 0.
     algorithm : {"bcd", "exact", "oa_multi_tree", "oa_single_tree", "miqp", "bnb"}, default="bcd"
-        A method of ``mtl_opt.solvers.sparse_methods.METHODS``, or ``"exact"``: the certifying
-        method that suits the problem (``sparse_methods.choose``: bnb when some task has
+        A method of ``mtl_opt.solvers.sparse.methods.METHODS``, or ``"exact"``: the certifying
+        method that suits the problem (``sparse.methods.choose``: bnb when some task has
         n_k <= p, else single-tree OA, else the first that accepts the problem and backend;
         ``result_.algorithm`` names the one that ran).
-        ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.bcd``),
+        ``bcd``: block coordinate descent + local search (``mtl_opt.solvers.sparse.bcd``),
         no bound.  ``oa_multi_tree``: outer approximation started from the bcd
         answer, a MILP master re-solved between cuts (HiGHS by default, or SCIP);
         ``oa_single_tree``: one SCIP branch-and-bound, cuts from a constraint
@@ -67,7 +67,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         design on them (the cuts and the Big-M then borrow the loss's own curvature);
         otherwise they refuse, naming the task.  ``bnb``: our branch and
         bound over supports, each node bounded by its perspective relaxation
-        solved in the dual (``mtl_opt.solvers.bnb``); for n_k < p with a small
+        solved in the dual (``mtl_opt.solvers.sparse.bnb``); for n_k < p with a small
         ridge, where the other two stall; with a Zbar or Bbar term one joint tree whose
         node bounds price the support budgets by Lagrange multipliers (with Bbar, each
         column's task sets enumerated: K <= 8, any K for cs_bbar); needs lambda_ridge > 0,
@@ -179,8 +179,8 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         self._checked = (data, (problem, scaler, std_data, method))   # ``_checked_problem``'s plan
 
     def _method(self, problem, algorithm, backend):
-        """The method ``algorithm`` names (``sparse_methods.resolve``; "exact": the one
-        ``sparse_methods.choose`` picks for ``problem``), once it has said it can run ``problem``
+        """The method ``algorithm`` names (``sparse.methods.resolve``; "exact": the one
+        ``sparse.methods.choose`` picks for ``problem``), once it has said it can run ``problem``
         on ``backend``: every refusal comes here, before any work, once per candidate."""
         if algorithm == "exact":
             return choose(problem, backend).installed(problem, backend)   # refusals asked once
@@ -216,7 +216,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
 
         The exact method starts from the current estimate, so the objective can
         only improve; afterwards ``result_.lower_bound`` is a proven bound.  The default
-        ``algorithm="exact"`` picks the method that suits the problem (``sparse_methods.choose``).  ``algorithm`` and
+        ``algorithm="exact"`` picks the method that suits the problem (``sparse.methods.choose``).  ``algorithm`` and
         ``backend`` are checked as ``fit`` would check them, before any work.  A fit with
         ``sample_weight`` is certified with the same weights.
         """

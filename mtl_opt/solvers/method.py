@@ -1,7 +1,7 @@
 """Methods and solver runs: the one path from an estimator to a certified status.
 
 A family lists its algorithms as ``Method`` records in one table (e.g.
-``solvers.sparse_methods.METHODS``); the estimator, ``certify``, instance files
+``solvers.sparse.methods.METHODS``); the estimator, ``certify``, instance files
 and the bench all look a name up there (``lookup``), ask ``Method.refusal``
 (the method's own refusal and its backend's capability, decided from the problem) before any
 work, and call ``Method.solve``, which returns a ``SolverRun``.
@@ -173,7 +173,7 @@ class Method:
     def installed(self, problem, backend: str | None) -> "Method":
         """This method, once the backend a run of ``problem`` on ``backend`` uses is installed
         (else SolverUnavailableError): ``check``'s second half, for a method whose refusal was
-        already asked (``sparse_methods.choose``)."""
+        already asked (``sparse.methods.choose``)."""
         if (used := self.backend_for(backend, problem)) is not None:
             get_backend(used)._require_available()
         return self

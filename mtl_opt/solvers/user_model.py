@@ -39,7 +39,7 @@ from ..reductions import Inverse
 from ..result import Status
 from .backends import pick_backend
 from .method import NO_BOUND, SolverRun
-from .oa import exact_options, miqp_options
+from .sparse.oa import exact_options, miqp_options
 from .progress import Progress
 
 #: How many times ``solve_spec`` widens a Big-M box (``ModelSpec.widen``) and solves again when

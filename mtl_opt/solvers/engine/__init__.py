@@ -1,5 +1,5 @@
 """The branch-and-bound engine: one for every tree of the package (the sparse supports of
-``bnb``, clustered ARMUL's assignments of ``armul_tree``), whatever the problem.
+``bnb``, clustered ARMUL's assignments of ``armul.tree``), whatever the problem.
 
     search.py    ``Engine``: open nodes, incumbent, pruning, the proven bound of a run
     workers.py   where node work runs: here, this machine's cores, or a Dask cluster

@@ -256,8 +256,8 @@ def _started() -> None:
 
 def _ready() -> None:
     """In a local worker: import what bounding needs, so the first job is not late."""
-    importlib.import_module("mtl_opt.solvers.bnb.search")
-    importlib.import_module("mtl_opt.solvers.armul_tree")
+    importlib.import_module("mtl_opt.solvers.sparse.bnb.search")
+    importlib.import_module("mtl_opt.solvers.armul.tree")
 
 
 def _unlink(lock) -> None:

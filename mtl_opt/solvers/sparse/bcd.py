@@ -40,9 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg.lapack
 
-from ..formulations.sparse import SparseProblem
-from ..deadline import Deadline
-from ..resources import one_blas_thread
+from ...formulations.sparse import SparseProblem
+from ...deadline import Deadline
+from ...resources import one_blas_thread
 
 #: A move must improve F by more than this (relative) to count.
 IMPROVEMENT = 1e-12

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import __version__
-from ...errors import InvalidParameterError
-from ...formulations.sparse import SparseProblem
-from ...result import Status, relative_gap
-from ...deadline import Deadline
-from ...resources import one_blas_thread
-from ..method import SolverRun
-from ..options import SolveOptions
-from ..progress import Progress
-from ..engine import workers_for
+from .... import __version__
+from ....errors import InvalidParameterError
+from ....formulations.sparse import SparseProblem
+from ....result import Status, relative_gap
+from ....deadline import Deadline
+from ....resources import one_blas_thread
+from ...method import SolverRun
+from ...options import SolveOptions
+from ...progress import Progress
+from ...engine import workers_for
 from .greedy import GreedyBound
 from .node import NODE_ITERATIONS
 from .scope import refusal

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formulations.sparse import SparseProblem
-from ...deadline import Deadline
+from ....formulations.sparse import SparseProblem
+from ....deadline import Deadline
 from . import kernels
 from .kernels import FREE, IN
 from .node import NodeBound
-from ...rounding import gamma
+from ....rounding import gamma
 
 
 class GreedyBound(NodeBound):

@@ -12,14 +12,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..deadline import Deadline
-from ..errors import SolverError
-from ..formulations import molar as formulation
-from ..result import Status
-from .backends import pick_backend
-from .method import Method, SolverRun, lookup
-from .options import SolveOptions
-from .progress import Progress
+from ...deadline import Deadline
+from ...errors import SolverError
+from ...formulations import molar as formulation
+from ...result import Status
+from ..backends import pick_backend
+from ..method import Method, SolverRun, lookup
+from ..options import SolveOptions
+from ..progress import Progress
 
 
 class MedianProblem(NamedTuple):

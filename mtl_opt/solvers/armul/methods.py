@@ -16,17 +16,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import __version__
-from ..deadline import Deadline
-from ..errors import InvalidParameterError, MTLOptError
-from ..formulations.armul import ArmulProblem
+from ... import __version__
+from ...deadline import Deadline
+from ...errors import InvalidParameterError, MTLOptError
+from ...formulations.armul import ArmulProblem
 from . import glm, prox
-from .armul_scip import solve_exact
-from .armul_tree import solve_tree
-from .backends import NLP, QCP
-from .method import NO_BOUND, Method, SolverRun
-from .options import SolveOptions
-from .progress import Progress
+from .scip import solve_exact
+from .tree import solve_tree
+from ..backends import NLP, QCP
+from ..method import NO_BOUND, Method, SolverRun
+from ..options import SolveOptions
+from ..progress import Progress
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,13 @@ def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
 
 def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
                    backend, progress=None, **settings) -> SolverRun:
-    """The exact Pyomo model on the backend (``armul_scip.solve_exact``)."""
+    """The exact Pyomo model on the backend (``armul.scip.solve_exact``)."""
     return solve_exact(problem.problem, options, deadline, backend or "scip", progress)
 
 
 def _tree(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
           backend, progress=None, **settings) -> SolverRun:
-    """The branch and bound over assignments (``armul_tree``, no backend) from the prox
+    """The branch and bound over assignments (``armul.tree``, no backend) from the prox
     heuristic's answer (over its restarts), which it never returns worse than (the heuristic
     takes about 0.1 s at m = 30: it runs first, on the fit's deadline)."""
     heuristic = _prox(problem, incumbent, options, deadline, backend, **settings).estimate
@@ -194,7 +194,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "(low-rank)"),
     Method("exact", None, True, _exact_refusal, _exact,
            "the exact Pyomo model (vanilla QCP / NLP); clustered: branch and bound over "
-           "task-to-cluster assignments (armul_tree)", _model_class,
+           "task-to-cluster assignments (armul.tree)", _model_class,
            "our dual bound at the backend's point (vanilla); the least safe bound over the "
            "closed nodes of the assignment tree (clustered)"),
 )}

@@ -43,12 +43,12 @@ import numpy as np
 import scipy.stats
 from sklearn.linear_model import Lasso
 
-from ..data import MultiTaskData
-from ..errors import InvalidParameterError
-from ..formulations.molar import entry_weights, weighted_median
-from ..params import BOOLEAN, NONE, POSITIVE, InstanceOf, Interval, validate_params
-from .least_squares import per_task_ols
-from .molar import SIGMA, noise_levels
+from ...data import MultiTaskData
+from ...errors import InvalidParameterError
+from ...formulations.molar import entry_weights, weighted_median
+from ...params import BOOLEAN, NONE, POSITIVE, InstanceOf, Interval, validate_params
+from ..least_squares import per_task_ols
+from .estimate import SIGMA, noise_levels
 
 
 #: Appendix J.1's tuned constants (sigma = 0.1 in the paper's regression experiments).

@@ -25,18 +25,18 @@ import functools
 import numpy as np
 import pyomo.environ as pyo
 
-from ..errors import SolverError
-from ..formulations.sparse import SparseProblem, zbar_penalty
-from ..formulations.sparse_models import Cut, dual_bound_margin, perspective_cut
-from ..result import Status, relative_gap
-from .backends import ScipBackend, get_backend, native_streams, note_interrupt
-from .backends.base import ticking
-from .backends.scip import event_watcher
-from ..deadline import Deadline
-from .method import SolverRun
+from ...errors import SolverError
+from ...formulations.sparse import SparseProblem, zbar_penalty
+from ...formulations.sparse_models import Cut, dual_bound_margin, perspective_cut
+from ...result import Status, relative_gap
+from ..backends import ScipBackend, get_backend, native_streams, note_interrupt
+from ..backends.base import ticking
+from ..backends.scip import event_watcher
+from ...deadline import Deadline
+from ..method import SolverRun
 from .oa import FRACTIONAL_SUPPORT, fitted_options, oa_start
-from .options import SolveOptions
-from .progress import Progress
+from ..options import SolveOptions
+from ..progress import Progress
 
 #: A cut is added when it exceeds eta by more than this, relative to max(1, |cut|).
 CUT_TOLERANCE = 1e-9

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formulations.sparse import SparseProblem
-from ..engine import Engine, Workers
+from ....formulations.sparse import SparseProblem
+from ...engine import Engine, Workers
 from .kernels import FREE, IN, OUT
 
 #: Open nodes split per step; their children are bounded together (``Workers.map``), so a

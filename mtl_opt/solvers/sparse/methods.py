@@ -17,21 +17,21 @@ import time
 
 import numpy as np
 
-from .. import __version__, interrupts
-from ..deadline import Deadline
-from ..errors import InvalidParameterError
-from ..formulations.sparse import SparseProblem
-from ..logs import show
-from ..reductions import ObjectiveScale, normalizing_root
-from ..result import Status
-from .backends import pick_backend
+from ... import __version__, interrupts
+from ...deadline import Deadline
+from ...errors import InvalidParameterError
+from ...formulations.sparse import SparseProblem
+from ...logs import show
+from ...reductions import ObjectiveScale, normalizing_root
+from ...result import Status
+from ..backends import pick_backend
 from .bnb import scope as bnb_scope
 from .bcd import cut_short, fit_bcd
-from .method import Method, SolverRun, lookup
+from ..method import Method, SolverRun, lookup
 from .oa import solve_miqp, solve_oa
 from .oa_scip import solve_oa_single_tree
-from .options import SolveOptions
-from .progress import Progress
+from ..options import SolveOptions
+from ..progress import Progress
 
 
 def _exact_curvature(problem: SparseProblem, backend) -> str | None:
@@ -64,7 +64,7 @@ COMPILE_NOTICE_AFTER = 5.0
 
 @functools.cache
 def _bnb_module():
-    """``solvers.bnb.search``, imported on first use, since importing it compiles its numba kernels
+    """``solvers.sparse.bnb.search``, imported on first use, since importing it compiles its numba kernels
     (``bnb.kernels``), which no other method needs: bnb's ``Method.prepare``, which every fit runs
     before its deadline starts, so the compile is never inside a time limit (the fit reports it as
     ``compile_time``).  A slow import is announced (it does not say "compiling" for sure: a load

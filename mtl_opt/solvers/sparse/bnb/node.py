@@ -22,8 +22,8 @@ import copy
 import numpy as np
 
 from . import kernels
-from ...deadline import Deadline
-from ...rounding import lowered
+from ....deadline import Deadline
+from ....rounding import lowered
 
 #: L-BFGS iterations per node, over all smoothing stages.  On four benchmark instances 1000
 #: closed in 6.8-31 s, 3000 in 11-40 s (stronger bounds, dearer nodes), 500 in 5.5-26 s with

@@ -42,15 +42,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import __version__
-from ..deadline import Deadline
-from ..formulations.armul import ArmulProblem
-from ..rounding import lowered_sum
-from ..result import Status
+from ... import __version__
+from ...deadline import Deadline
+from ...formulations.armul import ArmulProblem
+from ...rounding import lowered_sum
+from ...result import Status
 from . import prox
-from .engine import Engine, Serial, Workers, workers_for
-from .method import SolverRun
-from .progress import Progress
+from ..engine import Engine, Serial, Workers, workers_for
+from ..method import SolverRun
+from ..progress import Progress
 
 #: Each group's vanilla solve stops at this share of the tree's rel_gap (its bound and its
 #: objective then differ by less than the tree's tolerance), and at least at GROUP_FLOOR.

@@ -17,7 +17,7 @@ Names load on first use: ``scope`` (``mtl-opt validate``, a fit's ``check``) nev
 while ``solve_bnb`` compiles the kernels on first import (16-40 s once per Python environment).
 """
 
-from ..._lazy import lazy_names
+from ...._lazy import lazy_names
 
 #: Public name -> module of this package.
 _HOME = {"solve_bnb": "search", "refusal": "scope", "MAX_BBAR_TASKS": "scope", "BATCH": "tree",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from ..formulations.armul import ArmulProblem
+from ...formulations.armul import ArmulProblem
 
 
 def newton_glm(A, y, c, loss, x0=None, *, offset=0.0, tol=1e-13, max_iter=100) -> np.ndarray:

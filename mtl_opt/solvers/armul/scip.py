@@ -2,7 +2,7 @@
 (or Gurobi).
 
 Vanilla ARMUL is convex (a QCP, or an NLP with the logistic loss).  Clustered ARMUL's exact path is
-``solvers.armul_tree`` (its MIQCP, ``formulations.armul.build_clustered_model``, is left to the
+``solvers.armul.tree`` (its MIQCP, ``formulations.armul.build_clustered_model``, is left to the
 modeling API: SCIP did not find a solution of it in a minute at 30 tasks).  ``read_solution`` reads
 either model.
 """
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..deadline import Deadline
-from ..errors import SolverError
-from ..formulations import armul as formulation
-from ..formulations.armul import ArmulProblem
+from ...deadline import Deadline
+from ...errors import SolverError
+from ...formulations import armul as formulation
+from ...formulations.armul import ArmulProblem
 from . import prox
-from .backends import get_backend
-from .method import SolverRun
-from .options import SolveOptions
-from .progress import Progress
+from ..backends import get_backend
+from ..method import SolverRun
+from ..options import SolveOptions
+from ..progress import Progress
 from .prox import ArmulEstimate
-from .user_model import indexed_values
+from ..user_model import indexed_values
 
 
 def solve_exact(problem: ArmulProblem, options: SolveOptions, deadline: Deadline,

@@ -11,7 +11,7 @@
 - every ARMUL routine takes the fit's ``deadline`` and, once it passes, returns its best
   answer so far with status ``time_limit``.
 - the MTL baselines (clustered / low-rank MTL without the ARMUL relaxation), solved by
-  exact blocks (``solvers.glm``: normal equations or damped Newton).
+  exact blocks (``solvers.armul.glm``: normal equations or damped Newton).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..deadline import Deadline
-from ..formulations.armul import ArmulProblem
-from ..result import Status
+from ...deadline import Deadline
+from ...formulations.armul import ArmulProblem
+from ...result import Status
 from .glm import group_fit, newton_glm, solve_psd, task_fits, task_rows
-from .method import SolverRun
+from ..method import SolverRun
 
 #: Weight a of the step metric: ||v + b||^2 <= (1 + a) ||v||^2 + (1 + 1/a) ||b||^2.
 METRIC_SPLIT = 0.25

@@ -16,11 +16,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ...formulations.sparse import SparseProblem
+from ....formulations.sparse import SparseProblem
 from . import kernels
 from .greedy import GreedyBound
 from .kernels import FREE, IN, OUT
-from ...rounding import gamma, rounded_up
+from ....rounding import gamma, rounded_up
 from .zbar import ZbarBound
 
 #: Each column's 2^K task sets are enumerated (``SetBound``) with a Bbar term on per-task supports

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formulations.sparse import SparseProblem
+from ....formulations.sparse import SparseProblem
 from .. import lbfgsb
 from .greedy import GreedyBound
 from .kernels import FREE, IN, OUT
 from .node import FTOL, MEMORY, STAGES
-from ...rounding import gamma
+from ....rounding import gamma
 
 #: A priced tree's prices are climbed in units of this times sqrt(F(0)) (``ZbarBound.price_unit``);
 #: 0.3 climbed zbar_l2 seeds 2 and 4 to higher bounds in 60 s than 0.2 or 0.5 (benchmarks/HISTORY.md, "The

@@ -3,7 +3,7 @@ first imported (16-40 s once per Python environment), and ``mtl-opt validate`` o
 
 from __future__ import annotations
 
-from ...formulations.sparse import SparseProblem
+from ....formulations.sparse import SparseProblem
 
 #: Per-task supports with a Bbar term are bounded by enumerating each column's 2^K task sets, up to
 #: this many tasks (one dual evaluation at p = 250, n_k = 50 took 10.6 ms at K = 8, 133 ms at K = 10).

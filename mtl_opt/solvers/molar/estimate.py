@@ -1,7 +1,7 @@
 """MOLAR's algorithm (Algorithm 1 of the MOLAR paper): per-task OLS, the weighted median, thresholding.
 
 ``molar_fit`` runs it from per-task fits (``solvers.least_squares.per_task_ols``); the weighted
-median is solved by a method of ``molar_methods`` (closed form, or an LP on a backend), each
+median is solved by a method of ``molar.methods`` (closed form, or an LP on a backend), each
 with a proven lower bound.
 ``estimators.molar.MOLAR`` documents the rules (weights, thresholds, unidentified coordinates)
 and assembles the result; ``molar_coefs`` is the array API the bandits use.
@@ -14,15 +14,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data import MultiTaskData
-from ..deadline import Deadline
-from ..errors import InvalidDataError, InvalidParameterError
-from ..formulations import molar as formulation
-from ..params import NONE, NONNEGATIVE, Interval, OneOf, SequenceOf, validate_params
-from .least_squares import TaskFits, per_task_ols
-from .method import Method, SolverRun
-from .molar_methods import METHODS, MedianProblem, solve_median
-from .options import SolveOptions
+from ...data import MultiTaskData
+from ...deadline import Deadline
+from ...errors import InvalidDataError, InvalidParameterError
+from ...formulations import molar as formulation
+from ...params import NONE, NONNEGATIVE, Interval, OneOf, SequenceOf, validate_params
+from ..least_squares import TaskFits, per_task_ols
+from ..method import Method, SolverRun
+from .methods import METHODS, MedianProblem, solve_median
+from ..options import SolveOptions
 
 
 def noise_levels(sigma, fits: TaskFits, n_samples, task_names, owner: str = "MOLAR") -> np.ndarray:
@@ -76,7 +76,7 @@ def molar_fit(fits: TaskFits, n_samples, sigma, *, c_gamma: float, threshold: st
               method: Method = METHODS["closed_form"], backend=None,
               options: SolveOptions | None = None, deadline: Deadline | None = None,
               median: SolverRun | None = None) -> MolarFit:
-    """Algorithm 1 from per-task fits: weighted median (by ``method``, a ``molar_methods``
+    """Algorithm 1 from per-task fits: weighted median (by ``method``, a ``molar.methods``
     entry, on ``backend`` with the fit's ``options`` until its ``deadline``, which the closed
     form does not need; or ``median``, solved already), fill, then thresholding toward it.
 

@@ -26,18 +26,18 @@ from typing import NamedTuple
 import numpy as np
 import pyomo.environ as pyo
 
-from ..errors import InvalidParameterError, SolverError
-from ..formulations.sparse import SparseProblem
-from ..formulations.sparse_models import (Cut, add_cut, build_feasibility, build_master, build_miqp,
+from ...errors import InvalidParameterError, SolverError
+from ...formulations.sparse import SparseProblem
+from ...formulations.sparse_models import (Cut, add_cut, build_feasibility, build_master, build_miqp,
                                           coefficient_bound, dual_bound_margin, fitting_tolerance,
                                           master_support, miqp_box, perspective_cut, perspective_slack)
-from ..result import Status, relative_gap
-from .backends import Backend
+from ...result import Status, relative_gap
+from ..backends import Backend
 from .bcd import best_swap, swapped_support
-from .method import SolverRun
-from ..deadline import Deadline
-from .options import SolveOptions
-from .progress import Progress
+from ..method import SolverRun
+from ...deadline import Deadline
+from ..options import SolveOptions
+from ..progress import Progress
 
 #: Root cut rounds at most; they stop once ROOT_PATIENCE rounds raised the LP bound by
 #: less than ROOT_STALL (relative) in all.
