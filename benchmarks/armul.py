@@ -2,6 +2,7 @@
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/armul.py --jobs 2   # 20 seeds, all settings (long)
     OPENBLAS_NUM_THREADS=1 python benchmarks/armul.py --seeds 3    # a quick look
+    OPENBLAS_NUM_THREADS=1 python benchmarks/armul.py --lowrank-gaps --seeds 3   # low-rank bounds only
 
 The matrices are small (d=50): multi-threaded BLAS only adds overhead, and
 under load it slows the timings by 10-20x, hence one BLAS thread.
@@ -13,6 +14,10 @@ c in {0.2, ..., 2.0}, lambda_j = c sqrt(d / n_j), against independent
 learning, pooling and clustered / low-rank MTL.  Metric: mean over seeds of
 max_j ||theta_hat_j - theta_j*||_2 over the inliers S and over all tasks.
 No intercept, no standardization (the paper's model).
+
+Low-rank gaps (``--lowrank-gaps``): low-rank ARMUL (K=3, c=1) on each setting's data, its
+objective, proven bound and gap (squared loss; the bound is the independent-tasks bound plus the
+rank floor, DESIGN.md claim 6).
 
 Speed: vanilla ARMUL at c=1, delta=1, to a proven relative duality gap of
 1e-6, against the paper's Algorithm 1 re-implemented here with a fixed 500
@@ -106,6 +111,18 @@ def speed(seeds):
     return np.array(rows)
 
 
+def lowrank_gaps(seeds, deltas, epsilons):
+    print("| delta | epsilon | seed | objective | proven bound | gap | time (s) |")
+    print("|---|---|---|---|---|---|---|")
+    for eps in epsilons:
+        for delta in deltas:
+            for seed in range(seeds):
+                sim = armul_simulation("lowrank", delta=delta, epsilon=eps, seed=seed)
+                result = ARMUL("lowrank", n_components=3, c=1.0, seed=0, **PLAIN).fit(sim.data).result_
+                print(f"| {delta} | {eps} | {seed} | {result.objective:.2f} | {result.lower_bound:.2f} | "
+                      f"{100 * result.rel_gap:.1f}% | {result.wall_time:.2f} |", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
@@ -114,7 +131,10 @@ def main(argv=None):
     parser.add_argument("--structures", nargs="+", default=["vanilla", "clustered", "lowrank"])
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--speed-seeds", type=int, default=10)
+    parser.add_argument("--lowrank-gaps", action="store_true", help="only low-rank ARMUL's proven gaps")
     args = parser.parse_args(argv)
+    if args.lowrank_gaps:
+        return lowrank_gaps(args.seeds, args.deltas, args.epsilons)
 
     print(f"ARMUL Section 5.1: m=30, n=200, d=50, sigma=1, {args.seeds} seeds; "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}\n")

@@ -280,10 +280,11 @@ def _exact_least_squares_rss(X, y) -> Fraction:
 
 
 @pytest.mark.parametrize("transform", ["y", "y*1e-6", "y+1e9"])
-def test_lowrank_reports_the_independent_tasks_bound_below_the_exact_one(transform):
+def test_lowrank_reports_at_least_the_independent_tasks_bound(transform):
     """Low-rank ARMUL (issue 52): dropping the rank constraint lets every center sit on its task,
     so sum_j min 0.5 ||y_j - b_j - X_j theta_j||^2 (exact rationals here) is below the optimum;
-    the fit reports a bound below it and a gap, not ``heuristic``."""
+    the fit reports at least it (its rank floor adds what the rank costs: test_armul_rank_floor
+    checks that part against a brute force) and a gap, not ``heuristic``."""
     Xs, ys = random_tasks(4, "squared", m=6, d=3, n=20)
     ys = [{"y": y, "y*1e-6": y * 1e-6, "y+1e9": y + 1e9}[transform] for y in ys]
     result = ARMUL("lowrank", n_components=2, fit_intercept=True, standardize=False).fit(
@@ -291,9 +292,8 @@ def test_lowrank_reports_the_independent_tasks_bound_below_the_exact_one(transfo
     independent = sum(_exact_least_squares_rss(np.column_stack([np.ones(len(y)), X]), y) / 2
                       for X, y in zip(Xs, ys))
     assert result.lower_bound is not None and result.lower_bound > 0
-    assert Fraction(result.lower_bound) <= independent
-    # the bound is that one, not weaker, up to its rounding allowance, which grows with the level
-    # of y (low-rank keeps it: the rank constraint binds the intercepts too)
+    # not weaker than that bound, up to its rounding allowance, which grows with the level of y
+    # (low-rank keeps it: the rank constraint binds the intercepts too)
     assert result.lower_bound >= float(independent) * (1 - (1e-3 if transform == "y+1e9" else 1e-6))
     assert result.lower_bound <= result.objective
     assert result.status in ("gap_limit", "optimal") and "independent" in result.bound_source

@@ -303,6 +303,59 @@ class ArmulProblem:
                 np.abs(centers) * abs_u))
         return value - violation
 
+    def rank_floor(self, k: int) -> float:
+        """A proven lower bound on what Gamma's rank <= k adds to the independent-tasks minimum
+        sum_j w_j min f_j, for the squared loss (0 for the logistic one): DESIGN.md, claim 6.
+
+        Task j costs at least w_j f_j* + rho_j(dist(theta_j*, U)), U the k-dimensional span of
+        Gamma, rho_j the Huber function of its curvature mu_j and penalty (``_huber_slopes``);
+        on [0, ||theta_j*||^2] rho_j(sqrt(s)) is concave and lies above its chord a_j s, and
+        sum_j a_j dist(theta_j*, U)^2 >= sum over i > k of sigma_i(Theta* diag(sqrt(a)))^2
+        (Eckart-Young), whatever U.  Over the tasks whose own minimizer is unique (a Gram matrix
+        positive definite on every column, by its safe smallest eigenvalue), at computed
+        minimizers theta_j within a proven delta_j of theta_j* (each costs w_j lambda_j
+        delta_j: rho_j is that Lipschitz); every rounding is bounded and the result lowered."""
+        tasks = np.flatnonzero(self._provable_tasks & self.active.all(axis=1))
+        if self.loss != "squared" or len(tasks) <= k or k >= self.d:
+            return 0.0
+        theta = np.array([scipy.linalg.cho_solve(self._task_factors[j], self.xty[j]) for j in tasks])
+        mu, w, lam = self._task_min_eigenvalues[tasks], self.w[tasks], self.lam[tasks]
+        # delta_j >= ||theta_j - theta_j*|| = ||G_j^-1 X_j^T (X_j theta_j - y_j)|| / n_j, the
+        # gradient's rounding bounded (the residual's, then the product's)
+        Xt, yt = self.X[tasks], self.y[tasks]   # padded rows are zero
+        residual = np.einsum("jid,jd->ji", Xt, theta) - yt
+        gradient = np.einsum("jid,ji->jd", Xt, residual)
+        size = np.abs(residual) + np.einsum("jid,jd->ji", np.abs(Xt), np.abs(theta)) + np.abs(yt)
+        error = rounding_factor(Xt.shape[1] + self.d + 2) * np.einsum("jid,ji->jd", np.abs(Xt), size)
+        norm = (np.linalg.norm(gradient, axis=1) + np.linalg.norm(error, axis=1)) / self.n[tasks]
+        delta = norm * (1 + rounding_factor(self.d + 4)) / mu
+        cap = np.einsum("jd,jd->j", theta, theta) * (1 + rounding_factor(self.d + 1))
+        root = np.sqrt(self._huber_slopes(cap, mu, w, lam)) * (1 - 2 * EPS)   # <= sqrt(a_j)
+        M = theta.T * root
+        size = M.size
+        frobenius = np.sqrt(np.sum(M * M) * (1 - rounding_factor(size + 1))) * (1 - 2 * EPS)
+        sigma = np.linalg.svd(M, compute_uv=False)
+        # LAPACK's singular values are exact for M~ + E, ||E|| <= p eps ||M~||, and M~ is within
+        # eps ||M~|| of the exact M = theta diag(root): each sigma_i(M) is below sigma~_i + slack
+        slack = (size + 2 * sum(M.shape)) * EPS * np.sqrt(np.sum(M * M)) * (1 + rounding_factor(size + 1))
+        top = float(np.sum((sigma[:k] + slack) ** 2)) * (1 + rounding_factor(2 * k + 2))
+        spent = float(np.sum(w * lam * delta)) * (1 + rounding_factor(3 * len(tasks) + 2))
+        floor = frobenius ** 2 * (1 - 2 * EPS) - top - spent
+        return max(0.0, floor * (1 - 2 * EPS))
+
+    @staticmethod
+    def _huber_slopes(cap, mu, w, lam) -> np.ndarray:
+        """a_j = rho_j(sqrt(c_j)) / c_j, lowered: the chord of s -> rho_j(sqrt(s)) on [0, c_j], where
+        rho_j(r) = min over 0 <= t <= r of w_j (mu_j t^2 / 2 + lambda_j (r - t)): w_j mu_j r^2 / 2
+        up to r = lambda_j / mu_j, then w_j (lambda_j r - lambda_j^2 / (2 mu_j)).  Both branches
+        are products and quotients of positive numbers and one difference that keeps at least
+        half its first term (mu r > lambda), so a few eps relative cover their rounding."""
+        r = np.sqrt(cap)
+        quadratic = mu * r <= lam
+        linear = w * (lam * r - lam * lam / (2 * mu)) / np.where(cap > 0, cap, 1.0)
+        slopes = np.where(quadratic, w * mu / 2, linear)
+        return np.where(cap > 0, slopes, 0.0) * (1 - rounding_factor(16))
+
     def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
         """F(Theta, center), the dual value ``dual_bound`` finds (vanilla, before its safety
         terms) and an allowance for how far their rounding can set the difference apart from

@@ -20,6 +20,7 @@ from ... import __version__
 from ...deadline import Deadline
 from ...errors import InvalidParameterError, MTLOptError
 from ...formulations.armul import ArmulProblem
+from ...rounding import lowered_sum
 from . import glm, prox
 from .scip import solve_exact
 from .tree import solve_tree
@@ -62,18 +63,20 @@ def _clusters(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
 
 def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOptions,
               deadline: Deadline, **settings) -> prox.ProxRun:
-    """The alternating search, with the independent-tasks bound: without the rank constraint
-    every center can sit on its task, so sum_j min f_j (``dual_bound(..., "independent")``,
-    safe in floating point; a task it cannot prove, rank deficient or with fewer rows than
-    coefficients, adds 0) is below the low-rank optimum.  Weak, but proven on every fit: a gap,
-    never ``heuristic``.  The squared loss's dual point is projected exactly from any iterate;
-    the logistic one is taken at each task's own fit, where it needs almost no projection and
-    stays in the conjugate's domain."""
-    run = prox.lowrank_armul(problem.problem, problem.n_components, anchors,
-                             rel_gap=options.rel_gap, deadline=deadline)
-    at = (run.theta if problem.problem.loss == "squared"
-          else glm.task_fits(problem.problem, problem.problem.active))
-    return replace(run, lower_bound=problem.problem.dual_bound(at, "independent"))
+    """The alternating search, with the independent-tasks bound and, for the squared loss, the
+    rank floor: without the rank constraint every center can sit on its task, so sum_j min f_j
+    (``dual_bound(..., "independent")``, safe in floating point; a task it cannot prove, rank
+    deficient or with fewer rows than coefficients, adds 0) is below the low-rank optimum, and
+    the centers' rank makes the tasks pay at least ``rank_floor`` more (DESIGN.md, claim 6).
+    Proven on every fit: a gap, never ``heuristic``.  The squared loss's dual point is
+    projected exactly from any iterate; the logistic one is taken at each task's own fit, where
+    it needs almost no projection and stays in the conjugate's domain."""
+    sub = problem.problem
+    run = prox.lowrank_armul(sub, problem.n_components, anchors, rel_gap=options.rel_gap,
+                             deadline=deadline)
+    at = run.theta if sub.loss == "squared" else glm.task_fits(sub, sub.active)
+    independent = sub.dual_bound(at, "independent") or 0.0   # None: the losses' own floor, 0
+    return replace(run, lower_bound=lowered_sum(independent + sub.rank_floor(problem.n_components), 2))
 
 
 def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
@@ -137,7 +140,7 @@ STRUCTURES: dict[str, Structure] = {s.name: s for s in (
               "none: clustered ARMUL by alternating prox is a heuristic",
               exact_scope=_full_rank_tasks),
     Structure("lowrank", _subspace, True, None,
-              "the independent-tasks dual bound at the iterate (the rank constraint dropped)",
+              "the independent-tasks dual bound at the iterate plus the rank floor (squared loss)",
               no_exact="ARMUL(structure='lowrank') has no exact method: the rank constraint makes "
                        "it a nonconvex program SCIP's global search does not finish beyond toy "
                        "sizes; use algorithm='prox'."),
@@ -189,9 +192,9 @@ def _exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadlin
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("prox", None, True, _anything, _prox,
            "FISTA stopped on a proven duality gap (vanilla); alternating search (clustered, no "
-           "bound; low-rank, with the independent-tasks bound)", None,
+           "bound; low-rank, with the independent-tasks bound and the rank floor)", None,
            "dual feasible point from the iterate (vanilla); the independent-tasks dual bound "
-           "(low-rank)"),
+           "plus the rank floor (low-rank)"),
     Method("exact", None, True, _exact_refusal, _exact,
            "the exact Pyomo model (vanilla QCP / NLP); clustered: branch and bound over "
            "task-to-cluster assignments (armul.tree)", _model_class,
