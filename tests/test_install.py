@@ -10,7 +10,7 @@ import pytest
 
 from cli_runner import run_cli
 from mtl_opt import datasets
-from mtl_opt.errors import SolverUnavailableError
+from mtl_opt.errors import InvalidParameterError, SolverUnavailableError
 from mtl_opt.solvers.backends import HighsBackend
 
 try:
@@ -66,6 +66,19 @@ def test_datasets_finds_the_demos_and_names_the_command_of_each():
     assert datasets.command("molar_demo") == "solve" and datasets.command("molarb_model_c") == "bandit"
     assert datasets.command("affpcl_synthetic") == "collab"
     assert datasets.load("molar_demo").load_data().n_tasks == 6
+
+
+def test_datasets_reaches_the_bench_library_by_name():
+    """The bench library's instances as ``library/NAME``, every one of them, and a wrong name
+    is refused listing them (the gallery reached them through folder() by hand)."""
+    library = datasets.names(library=True)
+    assert sorted(f"library/{f.stem}" for f in (ROOT / "instances" / "library").glob("*.toml")) == library
+    assert filecmp.cmp(datasets.path("library/small_sparse_l0l2"),
+                       ROOT / "instances" / "library" / "small_sparse_l0l2.toml", shallow=False)
+    assert datasets.load("library/tiny_molar").load_data().n_tasks > 1
+    with pytest.raises(InvalidParameterError, match="library/small_sparse_l0l2"):
+        datasets.path("library/no_such_instance")
+    assert not set(library) & set(datasets.names())
 
 
 def test_mtl_opt_demo_solves_a_shipped_demo_by_name(tmp_path):

@@ -15,8 +15,8 @@ solver.
 # -------------
 # ``oa-highs`` is multi-tree outer approximation with a HiGHS master, and ``oa-scip`` is the
 # single-tree version inside one SCIP search. The instances are ``tiny_sparse_zbar`` (3 tasks,
-# 6 features) and ``small_sparse_zbar`` (3 tasks, 15 features) from
-# ``mtl_opt.datasets.folder() / "library"``. The bench writes into a temporary directory. The
+# 6 features) and ``small_sparse_zbar`` (3 tasks, 15 features) from the shipped bench library
+# (``mtl_opt.datasets.names(library=True)`` lists it). The bench writes into a temporary directory. The
 # command is the one you would type in a shell: ``mtl-opt bench`` is ``python -m mtl_opt bench``.
 import subprocess
 import sys
@@ -30,8 +30,7 @@ import pandas as pd
 from mtl_opt import datasets
 from mtl_opt.result import relative_gap
 
-library = datasets.folder() / "library"
-instances = [library / "tiny_sparse_zbar.toml", library / "small_sparse_zbar.toml"]
+instances = [datasets.path("library/tiny_sparse_zbar"), datasets.path("library/small_sparse_zbar")]
 solvers = ["oa-highs", "oa-scip"]
 with tempfile.TemporaryDirectory() as out:
     run = subprocess.run([sys.executable, "-m", "mtl_opt", "bench", *map(str, instances),

@@ -12,18 +12,17 @@ against time from the fit's progress log.
 # %%
 # The data: a shipped benchmark instance
 # --------------------------------------
-# ``small_sparse_l0l2`` (3 tasks, 15 features, 50 rows per task) ships with mtl_opt in
-# ``mtl_opt.datasets.folder() / "library"``. Its optimum is known: a brute force over every
+# ``small_sparse_l0l2`` (3 tasks, 15 features, 50 rows per task) ships with mtl_opt in its bench
+# library (``datasets.load("library/NAME")``). Its optimum is known: a brute force over every
 # support wrote it to ``optima.csv`` beside it.
 import matplotlib.pyplot as plt
 import pandas as pd
 
 from mtl_opt import SolveOptions, SparseMTL, datasets
-from mtl_opt.instance import load_instance
 from mtl_opt.plotting import plot_progress
 
 library = datasets.folder() / "library"
-data = load_instance(library / "small_sparse_l0l2.toml").load_data()
+data = datasets.load("library/small_sparse_l0l2").load_data()
 optima = pd.read_csv(library / "optima.csv", index_col="instance")
 known_optimum = optima.loc["small_sparse_l0l2", "optimum"]
 print(data.n_tasks, "tasks,", data.n_features, "features, rows per task:", data.n_samples)

@@ -10,6 +10,8 @@ a collaborative-learning experiment, and ``library/``, the bench's instances.
     'molar_demo.toml'
     >>> datasets.frame("molar_demo").columns.tolist()[:4]   # its data as a long table (pandas)
     ['task', 'y', 'x0', 'x1']
+    >>> datasets.load("library/small_sparse_l0l2").method    # the bench library, by name too
+    'sparse_mtl'
 """
 
 from __future__ import annotations
@@ -31,16 +33,25 @@ def folder() -> Path:
     return Path(str(files(__name__) / "instances")).resolve()
 
 
-def names() -> list[str]:
-    """The shipped demos' names: the stems of the TOML files, bench library aside."""
+def names(*, library: bool = False) -> list[str]:
+    """The shipped demos' names (the stems of the TOML files), or with ``library`` the bench
+    library's instances, each as ``"library/NAME"`` (tiny to medium, with known optima in
+    ``folder() / "library" / "optima.csv"``)."""
+    if library:
+        return sorted(f"library/{file.stem}" for file in (folder() / "library").glob("*.toml"))
     return sorted(file.stem for file in folder().glob("*.toml"))
 
 
 def path(name: str) -> Path:
-    """The shipped file of demo ``name``; an unknown name is an error listing the known ones."""
-    if name not in names():
-        raise InvalidParameterError(f"no shipped demo {name!r}; the demos are: {', '.join(names())} "
-                                    f"(listed by `mtl-opt demo`).")
+    """The shipped file of demo ``name``, or of bench instance ``"library/NAME"``; an unknown name
+    is an error listing the known ones."""
+    library = name.startswith("library/")
+    known = names(library=library)
+    if name not in known:
+        raise InvalidParameterError(
+            f"no shipped bench instance {name!r}; the library holds: {', '.join(known)}." if library else
+            f"no shipped demo {name!r}; the demos are: {', '.join(known)} (listed by `mtl-opt demo`; "
+            f"the bench library's instances are 'library/NAME').")
     return folder() / f"{name}.toml"
 
 
