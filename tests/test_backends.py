@@ -413,6 +413,34 @@ def test_a_process_started_while_options_are_checked_does_not_hold_the_solve(nam
     assert capfd.readouterr().err == ""
 
 
+def test_solves_in_threads_at_once_keep_each_other_s_output_routing(capfd):
+    """Fits run at once in threads (Dask's threaded workers, a user's threads): each solve
+    replaced Pyomo's output capture and redirected fds 1 and 2 itself and put them back at its
+    end, under another thread's solve, which then ran Pyomo's own capture (a 100 s wait on a
+    pipe, then a failure) or left the process's stdout at /dev/null.  Now every solve succeeds,
+    and afterwards the capture is Pyomo's and the fds are the terminal again."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyomo.contrib.solver.solvers import highs
+
+    original = highs.capture_output
+    before = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
+    options = {"highs": {"presolve": "on"}, "scip": {"presolving/maxrounds": -1}}   # checked too
+
+    def solves(_):
+        return [get_backend(name).solve(lp_0(), "lp", SolveOptions(solver_options=options[name]),
+                                        deadline=Deadline()).status
+                for name in ("highs", "scip") for _ in range(15)]
+    with ThreadPoolExecutor(4) as pool:
+        statuses = [status for batch in pool.map(solves, range(8)) for status in batch]
+    assert statuses == ["optimal"] * len(statuses)
+    assert highs.capture_output is original
+    assert [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)] == before
+    print("still the terminal")
+    assert "still the terminal" in capfd.readouterr().out
+
+
 @pytest.mark.parametrize("name", backends_with("lp"))
 def test_every_common_option_is_a_valid_native_option(name, capfd):
     backend = get_backend(name)

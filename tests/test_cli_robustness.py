@@ -583,8 +583,8 @@ def test_a_pipe_closed_while_a_solver_runs_stops_the_fit_and_exits_141(tmp_path,
     """``-v | head``: the next row, often written from inside HiGHS's or SCIP's callback, finds
     the pipe closed.  Raised there, BrokenPipeError made HiGHS fail (the MOLAR demo's LP: exit 3,
     "HiGHS returned no solution", 3 runs in 3) or crash (exit 139); now the fit stops as after
-    Ctrl-C and the run ends 141 at once, with nothing on stderr and no result written.  The
-    sparse fits would run for minutes."""
+    Ctrl-C and the run ends 141 at once, with nothing on stderr.  The sparse fits would run for
+    minutes."""
     if instance == "molar_demo":
         argv = ["demo", "molar_demo"]
     else:
@@ -601,4 +601,7 @@ def test_a_pipe_closed_while_a_solver_runs_stops_the_fit_and_exits_141(tmp_path,
                           sys.executable, *map(str, argv), "-v", "--out", str(out)],
                          env=ENV, capture_output=True, text=True, timeout=120, preexec_fn=_default_sigint)
     assert run.returncode == 141, run.stderr
-    assert time.monotonic() - clock < 60 and run.stderr == "" and not out.exists(), run.stderr
+    assert time.monotonic() - clock < 60 and run.stderr == "", run.stderr
+    # a fit done before the pipe closed (the demo's LP, on a fast machine) wrote its result
+    # before the report found the pipe closed: whole, never cut short
+    assert not out.exists() or FitResult.from_json(out).objective is not None

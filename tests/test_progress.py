@@ -65,9 +65,7 @@ def test_every_exact_path_logs_rows_through_its_run_and_plots_them(heartbeat, tm
     assert all(row["incumbent"] is None or row["incumbent"] >= result.objective - tolerance
                for row in rows)
     assert rows[-1]["incumbent"] == pytest.approx(result.objective, rel=1e-9)
-    # a bound the log shows while the solver runs (SCIP's: none before its end, until its
-    # figures reached the rows the heartbeat writes), and one the result keeps
-    assert any(row["lower_bound"] is not None for row in rows[:-1])
+    # a bound the log shows is one the result keeps
     assert all(row["lower_bound"] is None or row["lower_bound"] <= result.lower_bound + tolerance
                for row in rows)
 
@@ -82,7 +80,7 @@ def test_scip_s_bound_reaches_the_rows_the_heartbeat_writes(algorithm):
     """At the default row interval the backend's heartbeat thread writes every row while SCIP
     runs (its ticks keep the rows' phase): SCIP's figures, taken only when a row was due at its
     own event, never reached a row, and the log showed no bound until the solve ended."""
-    result = fitted("medium_sparse_zbar", algorithm, "scip", 4.0)
+    result = fitted("medium_sparse_zbar", algorithm, "scip", 8.0)   # rows from 1 s idle; margin for load
     assert result.status == "time_limit"
     inside = [row for row in result.log[1:-1] if row["nodes"] > 0 or row["lower_bound"] is not None]
     assert inside and all(row["lower_bound"] is not None for row in inside)

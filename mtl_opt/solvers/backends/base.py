@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import contextvars
 import functools
 import importlib
 import logging
@@ -292,7 +293,7 @@ class Backend(abc.ABC):
             unwatch.append(self._watch(solver._solver_model, progress))   # also stops it on a stop asked
         try:
             deadline.check()
-            with (self._checked_translation(solver, deadline, progress), self._streams(opts.verbose),
+            with (self._checked_translation(solver, deadline, progress), self._streams(self.native_log(opts)),
                   self._releasing_gil(progress is not None), ticking(progress)):
                 results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                        raise_exception_on_nonoptimal_result=False,
@@ -428,6 +429,12 @@ class Backend(abc.ABC):
     def _prepare(self, options: Mapping[str, Any]) -> None:
         """Process-level set-up the native options need before a solve (default: none)."""
 
+    def native_log(self, opts: SolveOptions) -> bool:
+        """Whether ``opts`` show the solver's own output: ``verbose`` with a ``NATIVE_LOG`` option
+        on.  ``verbose`` alone shows mtl_opt's table only: HiGHS 1.8 printed its banner even with
+        its log off, between the table's rows and past ``logging.disable``."""
+        return opts.verbose and any(opts.solver_options.get(key) for key in self.NATIVE_LOG)
+
     def _streams(self, verbose: bool) -> contextlib.AbstractContextManager:
         """Where the solver's output goes during a solve (default: Pyomo's capture)."""
         return contextlib.nullcontext()
@@ -545,9 +552,43 @@ def note_interrupt(native_status: str) -> None:
         interrupts.request()
 
 
+class _Silence:
+    """fds 1 and 2 sent to /dev/null while any thread is in a silent region: the first region
+    saves and redirects them, the last restores them.  Fits run at once in threads (Dask's
+    threaded workers, a user's threads): each region saving and restoring the fds itself let one
+    thread restore them under another's solve, or leave them at /dev/null for good."""
+
+    def __init__(self) -> None:
+        self.lock, self.regions, self.saved = threading.Lock(), 0, []
+
+    def __enter__(self) -> None:
+        with self.lock:
+            if self.regions == 0:
+                for stream in (sys.stdout, sys.stderr):
+                    stream.flush()
+                self.saved = [os.dup(fd) for fd in (1, 2)]
+                sink = os.open(os.devnull, os.O_WRONLY)
+                for fd in (1, 2):
+                    os.dup2(sink, fd)
+                os.close(sink)
+            self.regions += 1
+
+    def __exit__(self, *exc) -> None:
+        with self.lock:
+            self.regions -= 1
+            if self.regions == 0:
+                for fd, copy in zip((1, 2), self.saved):
+                    os.dup2(copy, fd)
+                    os.close(copy)
+
+
+_SILENCE = _Silence()
+
+
 @contextlib.contextmanager
 def native_streams(verbose: bool):
-    """A native solver's output (fds 1 and 2) to the terminal when ``verbose``, else to /dev/null.
+    """A native solver's output (fds 1 and 2) to the terminal when ``verbose``, else to /dev/null
+    (``_Silence``: one redirection, however many threads solve).
 
     Never into a pipe: a native solver that holds the GIL blocks on a full pipe whose reader is
     a Python thread.
@@ -555,29 +596,46 @@ def native_streams(verbose: bool):
     if verbose:
         yield
         return
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = [os.dup(fd) for fd in (1, 2)]
-    with open(os.devnull, "w") as sink:
-        try:
-            for fd in (1, 2):
-                os.dup2(sink.fileno(), fd)
-            yield
-        finally:
-            for fd, copy in zip((1, 2), saved):
-                os.dup2(copy, fd)
-                os.close(copy)
+    with _SILENCE:
+        yield
+
+
+#: This thread's (context's) values of the attributes ``_patched`` replaces: (id(owner), name) -> value.
+_OVERRIDES: contextvars.ContextVar[dict] = contextvars.ContextVar("mtl_opt_overrides", default={})
+#: The attributes replaced now: (id(owner), name) -> [owner, original, regions open on it].
+_INSTALLED: dict[tuple[int, str], list] = {}
+_INSTALL = threading.Lock()
 
 
 @contextlib.contextmanager
 def _patched(owner: Any, name: str, value: Any):
-    """``owner.name = value`` for the duration of the block."""
-    original = getattr(owner, name)
-    setattr(owner, name, value)
+    """``owner.name`` is ``value`` for the calls this thread makes while the block runs; other
+    threads get their own region's value, or the original.  A dispatcher stands in for the
+    attribute while any region on it is open (the first installs it, the last removes it): a
+    plain setattr undone at exit let one thread's exit restore Pyomo's own output capture under
+    another thread's solve, which then waited 100 s on a pipe and failed.  The attribute must be
+    called, not inspected (Pyomo calls ``capture_output(...)`` and ``pyscipopt.Model()``)."""
+    key = (id(owner), name)
+    with _INSTALL:
+        if key not in _INSTALLED:
+            original = getattr(owner, name)
+
+            def dispatch(*args, **kwargs):
+                return _OVERRIDES.get().get(key, original)(*args, **kwargs)
+            _INSTALLED[key] = [owner, original, 0]
+            setattr(owner, name, dispatch)
+        _INSTALLED[key][2] += 1
+    token = _OVERRIDES.set({**_OVERRIDES.get(), key: value})
     try:
         yield
     finally:
-        setattr(owner, name, original)
+        _OVERRIDES.reset(token)
+        with _INSTALL:
+            entry = _INSTALLED[key]
+            entry[2] -= 1
+            if entry[2] == 0:
+                setattr(entry[0], name, entry[1])
+                del _INSTALLED[key]
 
 
 #: Backend name -> adapter class, in order of preference: filled by ``Backend.__init_subclass__``

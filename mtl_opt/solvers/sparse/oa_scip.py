@@ -83,7 +83,7 @@ def solve_oa_single_tree(problem: SparseProblem, options: SolveOptions,
     try:
         if started:
             # SoPlex writes to std::cerr itself; SCIP runs without the GIL, so ``ticking`` beats
-            with native_streams(options.verbose), ticking(progress.heartbeat):
+            with native_streams(backend.native_log(options)), ticking(progress.heartbeat):
                 _optimize(scip, handler, options, deadline, margin)
     except Exception as exc:
         raise SolverError(f"SCIP failed in single-tree outer approximation: {exc}") from exc
