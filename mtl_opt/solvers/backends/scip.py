@@ -165,10 +165,10 @@ class ScipBackend(Backend):
     def set_options(self, scip: Any, opts: SolveOptions) -> None:
         """Set ``opts`` on the pyscipopt Model ``scip`` as ``solve`` would: ``solver_options``
         checked first (InvalidParameterError naming a bad one), then translated; SCIP's own log
-        (``display/verblevel`` in ``solver_options``) only when ``opts.verbose``."""
+        only where ``native_log`` shows it (``verbose`` and ``display/verblevel`` on)."""
         self._reject_bad_options(opts.solver_options)
         scip.setParams(self.native_options(opts))
-        scip.hideOutput(not opts.verbose)
+        scip.hideOutput(not self.native_log(opts))
 
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
         # Pyomo's ScipSolutionLoader keeps the pyscipopt model and the
