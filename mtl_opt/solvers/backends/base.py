@@ -559,7 +559,8 @@ class _Silence:
     thread restore them under another's solve, or leave them at /dev/null for good."""
 
     def __init__(self) -> None:
-        self.lock, self.regions, self.saved = threading.Lock(), 0, []
+        self.lock, self.regions = threading.Lock(), 0
+        self.saved: list[int] = []
 
     def __enter__(self) -> None:
         with self.lock:
