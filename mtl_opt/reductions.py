@@ -12,9 +12,11 @@ family's scaling is one of these:
 - ``ResponseScale``: ``Level`` then ``ObjectiveScale`` (ARMUL: y without its pooled level,
   over the power of 2 nearest its RMS);
 - ``Frame``: values centred and scaled per coordinate, weights over a power of 2 (MOLAR's
-  median; ``uniform`` for one scale over all coordinates, as its edited model takes).
-  ``data.scaling.Scaler`` (standardize) is the chain's first link, with its own inverse
-  (``coef_to_original``), since it also changes what is reported.
+  median; ``uniform`` for one scale over all coordinates, as its edited model takes);
+- ``Standardization``: features centred and scaled, y centred (``data.scaling.Scaler.reduction``,
+  ARMUL's pooled standardize, the OLS models' levels): the chain's first link, and the one
+  inverse of standardization every estimator reports coefficients through.  It changes what is
+  reported (coefficients per original feature), so it maps no objective values.
 
 Why a bound mapped back stays a proven bound in floating point (the one statement):
 
@@ -107,7 +109,10 @@ class Inverse:
     dual_scale: float = 1.0
 
     def estimate(self, twin_estimate):
-        """A twin's estimate (coefficients) on the original problem."""
+        """A twin's estimate (coefficients, or an estimate record with a ``mapped`` method that
+        maps each of its coefficient arrays) on the original problem."""
+        if hasattr(twin_estimate, "mapped"):
+            return twin_estimate.mapped(self.estimate)
         return self.offset + self.scale * np.asarray(twin_estimate, dtype=float)
 
     def to_twin(self, estimate):
@@ -255,6 +260,11 @@ class ResponseScale:
         """The inverse for coefficient rows of ``columns`` entries."""
         return self.apply(Responses((), 0.0, columns))[1]
 
+    def run(self, run):
+        """A run on the twin (its estimate an ``ArmulEstimate``) with estimates and values on
+        the data's scale."""
+        return self.inverse(np.shape(run.estimate.theta)[-1]).run(run)
+
     def to_original(self, rows) -> np.ndarray:
         """Coefficient rows on the twin's scale -> the data's."""
         return self.inverse(np.shape(rows)[-1]).estimate(rows)
@@ -305,3 +315,28 @@ class Frame:
     def to_unit(self, values, weights) -> tuple[np.ndarray, np.ndarray]:
         return ((np.asarray(values, dtype=float) - self.centre) / self.scale,
                 np.asarray(weights, dtype=float) / self.weight_scale)
+
+
+@dataclass(frozen=True)
+class Standardization:
+    """Features seen as (x - x_level) / x_scale and y as y - y_level (per task or pooled: the
+    arrays broadcast against coefficient rows).  A fit b' + X' c' on the twin is b + X c on the
+    data with c = c' / x_scale and b = y_level + b' - sum_j c_j x_level_j: the one inverse of
+    standardization (``Scaler.coef_to_original``, ARMUL's reported coefficients)."""
+
+    x_level: Any = 0.0
+    x_scale: Any = 1.0
+    y_level: Any = 0.0
+
+    def coefficients(self, coef, intercept) -> tuple[np.ndarray, np.ndarray]:
+        """Twin (coefficients, intercepts) -> the data's."""
+        coef = np.asarray(coef, dtype=float) / self.x_scale
+        return coef, self.y_level + np.asarray(intercept, dtype=float) - np.sum(coef * self.x_level, axis=-1)
+
+    def rows(self, rows, intercept_first: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Twin coefficient rows (the intercept in column 0 when ``intercept_first``; else the
+        intercept is 0 and nothing was centred) -> (coefficients, intercepts) on the data."""
+        rows = np.atleast_2d(np.asarray(rows, dtype=float))
+        if intercept_first:
+            return self.coefficients(rows[:, 1:], rows[:, 0])
+        return self.coefficients(rows, np.zeros(len(rows)))

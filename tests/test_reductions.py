@@ -21,8 +21,11 @@ from mtl_opt.formulations import molar as M
 from mtl_opt.formulations.armul import ArmulProblem
 from mtl_opt.formulations.sparse import SparseProblem
 from mtl_opt.data import MultiTaskData
+from mtl_opt import (ARMUL, ClusteredMTL, DataPooling, IndependentTasks, LowRankMTL, PerTaskLasso,
+                     SparseMTL)
 from mtl_opt.reductions import (Chain, Frame, Inverse, Level, ObjectiveScale, Responses,
-                                ResponseScale, centred)
+                                ResponseScale, Standardization, centred)
+from mtl_opt.synthetic import armul_simulation
 from mtl_opt.solvers.sparse.bcd import fit_bcd
 from mtl_opt.solvers.options import SolveOptions
 from mtl_opt.solvers.armul.prox import fista
@@ -44,11 +47,44 @@ def test_one_scaling_and_inverse_implementation():
     model protocol)."""
     found = {pattern: sorted(name for name, text in sources().items() if re.search(pattern, text))
              for pattern in (r"np\.(ldexp|frexp)\(", r"def (normalizing_root|unscaled|_centered|centring)\b",
-                             r"class (ResponseScale|Frame|Inverse)\b", r"def (to_original|to_unit|z_from_unit)\b")}
+                             r"class (ResponseScale|Frame|Inverse|Standardization)\b", r"def (to_original|to_unit|z_from_unit)\b")}
     assert found == {pattern: ["reductions.py"] for pattern in found}, found
     model_protocol = sources()["solvers/user_model.py"]
     assert not re.search(r"^\s+(objective_scale|y_scale|y_offset): ", model_protocol, re.M), \
         "ModelSpec holds its scaling as a reductions.Inverse, not as separate fields"
+
+
+STANDARDIZING = {
+    "SparseMTL": lambda: SparseMTL(s=2, standardize=True),
+    "ARMUL vanilla": lambda: ARMUL(structure="vanilla", c=0.5),
+    "ARMUL clustered": lambda: ARMUL(structure="clustered", n_components=2, c=0.5, seed=0),
+    "ARMUL low-rank": lambda: ARMUL(structure="lowrank", n_components=1, c=0.5, seed=0),
+    "IndependentTasks": IndependentTasks, "DataPooling": DataPooling,
+    "ClusteredMTL": lambda: ClusteredMTL(n_components=2, seed=0),
+    "LowRankMTL": lambda: LowRankMTL(n_components=1, seed=0),
+    "PerTaskLasso": PerTaskLasso,
+}
+
+
+@pytest.mark.parametrize("name", list(STANDARDIZING))
+def test_standardized_coefficients_are_reported_through_the_one_inverse(name, monkeypatch):
+    """The concept, not a name: with its features standardized, every estimator's reported
+    coefficients are ``reductions.Standardization``'s map of the fitted ones (a hand inverse
+    anywhere else would leave the spy uncalled, or report other numbers)."""
+    returned = []
+    original = Standardization.coefficients
+
+    def spy(self, coef, intercept):
+        returned.append(original(self, coef, intercept)[0])
+        return returned[-1], original(self, coef, intercept)[1]
+
+    monkeypatch.setattr(Standardization, "coefficients", spy)
+    data = armul_simulation("vanilla", m=4, n=30, d=3, seed=1).data
+    spread = [1.0, 100.0, 0.01], [5.0, -3.0, 0.0]   # scales and levels a standardization undoes
+    data = MultiTaskData([X * spread[0] + spread[1] for X in data.Xs], data.ys, data.task_names)
+    model = STANDARDIZING[name]().fit(data)
+    assert any(np.shape(coef) == np.shape(model.coef_) and np.allclose(model.coef_, coef, rtol=1e-12, atol=0)
+               for coef in returned), f"{name}: coef_ is not what reductions.Standardization returned"
 
 
 def test_data_are_centred_once_on_the_sparse_path():

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InvalidDataError, InvalidParameterError
 from ..identifiability import spread_is_constant
-from ..reductions import centre, centring
+from ..reductions import Standardization, centre, centring
 
 if TYPE_CHECKING:
     from .core import MultiTaskData
@@ -193,6 +193,9 @@ class Scaler:
                 f"{self.y_mean.shape} (tasks x features); got {coef_std.shape} and "
                 f"{intercept_std.shape}."
             )
-        coef = coef_std / self.x_scale
-        return coef, (self.y_mean + self.y_shift + intercept_std
-                      - np.sum(coef * (self.x_mean + self.x_shift), axis=1))
+        return self.reduction.coefficients(coef_std, intercept_std)
+
+    @property
+    def reduction(self) -> Standardization:
+        """This scaler as a ``reductions.Standardization`` (levels: means with their shifts)."""
+        return Standardization(self.x_mean + self.x_shift, self.x_scale, self.y_mean + self.y_shift)

@@ -16,7 +16,7 @@ from ..data.scaling import fit_scaler
 from ..errors import InvalidParameterError
 from ..formulations import armul as formulation
 from ..formulations.armul import ArmulProblem
-from ..reductions import Responses, ResponseScale
+from ..reductions import Responses, ResponseScale, Standardization
 from ..result import FitResult
 from ..solvers.armul import glm, prox
 from ..solvers.armul.methods import METHODS, STRUCTURES, StructuredProblem
@@ -55,18 +55,19 @@ class GLMTasks(SampleWeighted, MTLEstimator):
                 f"logistic loss is not implemented (sample_weight works with loss='squared').")
 
     def _problem(self, data: MultiTaskData) -> ArmulProblem:
-        """The problem on ``data`` at penalty scale ``c``, and the state that maps its solutions
-        back (``_shift``, ``_scale``, ``_identified`` where used, ``_response_scale``)."""
+        """The problem on ``data`` at penalty scale ``c``, and the reductions that map its
+        solutions back (``_standardization``, ``_response_scale``; ``_identified`` where used)."""
         if self.standardize:
             scaler = fit_scaler(data, how="pooled", center=self.fit_intercept, scale=True)
             if scaler.constant.any():
                 raise InvalidParameterError(
                     f"{type(self).__name__}: a feature is constant over all tasks, so it cannot "
                     f"be standardized; drop it or pass standardize=False.")
-            Xs, self._shift, self._scale = (scaler.transform_designs(data), scaler.x_mean[0],
-                                            scaler.x_scale[0])
+            # the designs alone: y's level and scale are the response reduction's
+            Xs, self._standardization = (scaler.transform_designs(data),
+                                         Standardization(scaler.reduction.x_level[0], scaler.x_scale[0]))
         else:   # the data as they are (no standardized copy to build)
-            Xs, self._shift, self._scale = data.Xs, np.zeros(data.n_features), np.ones(data.n_features)
+            Xs, self._standardization = data.Xs, Standardization()
         self._identified = self._identified_columns(data) if self._uses_identified() else None
         scale = (ResponseScale.of(data.ys, self._level_moves_intercepts_only())
                  if self.loss == "squared" else ResponseScale())
@@ -95,29 +96,11 @@ class GLMTasks(SampleWeighted, MTLEstimator):
         ``_problem`` may remove it): with an intercept, unless a rank constraint couples them."""
         return self.fit_intercept
 
-    def _restored(self, run: SolverRun) -> SolverRun:
-        """A run on the solver's scale (``_problem``) with estimates and values on the data's."""
-        inverse, estimate = self._response_scale.inverse(run.estimate.theta.shape[-1]), run.estimate
-        extra = dict(estimate.extra)
-        if "centers" in extra:
-            extra["centers"] = inverse.estimate(extra["centers"])
-        return replace(run, estimate=prox.ArmulEstimate(inverse.estimate(estimate.theta),
-                                                        inverse.estimate(estimate.centers), extra),
-                       objective=inverse.value(run.objective), lower_bound=inverse.value(run.lower_bound),
-                       log=inverse.log(run.log))
-
-    def _to_original(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Fitted rows (intercept first when fit_intercept) -> (coef, intercept) on the data's scale."""
-        rows = np.atleast_2d(rows)
-        coef = (rows[:, 1:] if self.fit_intercept else rows) / self._scale
-        intercept = rows[:, 0] - coef @ self._shift if self.fit_intercept else np.zeros(len(rows))
-        return coef, intercept
-
     def _result(self, data, run: SolverRun, *, rel_gap, algorithm, backend, extra=None):
-        """The FitResult of ``run``, a run on the data's scale (``_restored``) whose estimate
+        """The FitResult of ``run``, a run on the data's response scale (``ResponseScale.run``) whose estimate
         is an ``ArmulEstimate``."""
         estimate = run.estimate
-        coef, intercept = self._to_original(estimate.theta)
+        coef, intercept = self._standardization.rows(estimate.theta, self.fit_intercept)
         self.n_iter_ = run.native.get("n_iter", 0)
         return self._result_of(
             data, run, coef=coef, intercept=intercept, rel_gap=rel_gap,
@@ -350,13 +333,14 @@ class ARMUL(GLMTasks):
                      "value at 0, so the bound reported is at most that level."))
 
     def _finish(self, data, solved: SolverRun, options, algorithm, backend) -> FitResult:
-        run, extra = self._restored(solved), {}
+        run, extra = self._response_scale.run(solved), {}
         estimate = run.estimate
+        reported = self._standardization.rows
         if self.structure == "vanilla":
-            self.center_, center_intercept = (a[0] for a in self._to_original(estimate.centers[0]))
-            self.center_intercept_ = float(center_intercept)
+            center, center_intercept = reported(estimate.centers[0], self.fit_intercept)
+            self.center_, self.center_intercept_ = center[0], float(center_intercept[0])
         elif self.structure == "clustered":
-            self.centers_, self.centers_intercept_ = self._to_original(estimate.extra["centers"])
+            self.centers_, self.centers_intercept_ = reported(estimate.extra["centers"], self.fit_intercept)
             self.labels_ = estimate.extra["labels"]
             extra = {"labels": self.labels_, "centers": self.centers_}
         else:

@@ -55,7 +55,7 @@ class _Baseline(GLMTasks):
         run = self._run(problem)
         if self.coupling is not None:
             run.lower_bound = problem.dual_bound(run.theta, self.coupling)
-        solved = self._restored(run.solver_run(
+        solved = self._response_scale.run(run.solver_run(
             {"solver": "newton (mtl_opt)", "solver_version": __version__,
              "bound": "dual feasible point from the gradients" if run.lower_bound is not None
              else "none: no dual bound without a convex coupling (a heuristic)"}))
@@ -160,8 +160,8 @@ class ClusteredMTL(_Structured):
         run = prox.clustered_mtl(problem, self._components(problem.m), self._anchors(problem),
                                  np.random.default_rng(self.seed), n_init=self.n_init,
                                  deadline=Deadline())   # the baselines take no time limit
-        self.centers_, self.centers_intercept_ = self._to_original(
-            self._response_scale.to_original(run.extra["centers"]))
+        self.centers_, self.centers_intercept_ = self._standardization.rows(
+            self._response_scale.to_original(run.extra["centers"]), self.fit_intercept)
         self.labels_ = run.extra["labels"]
         return run
 

@@ -8,7 +8,7 @@ from ..data import MultiTaskData
 from ..formulations.least_squares import build_least_squares_model, ols, with_intercept
 from ..rounding import rounding_factor
 from ..identifiability import identified_columns
-from ..reductions import ObjectiveScale
+from ..reductions import ObjectiveScale, Standardization
 from ..result import FitResult
 from ..solvers.least_squares import fitted_columns, per_task_ols, split_intercept, stacked_mask, unfitted_warnings
 from ..solvers.method import NO_BOUND, SolverRun
@@ -151,9 +151,10 @@ def _least_squares_spec(estimator, data, fitted, weights, pooled) -> ModelSpec:
                                       weights, fitted, estimator.fit_intercept, pooled)
     K, p = data.n_tasks, data.n_features
 
-    def decode(solved):
-        return (inverse.estimate(indexed_values(solved, "beta", K, p)),
-                inverse.estimate(indexed_values(solved, "intercept", K)) + levels)
+    def decode(solved):   # the levels come back through the intercepts
+        return Standardization(y_level=levels).coefficients(
+            inverse.estimate(indexed_values(solved, "beta", K, p)),
+            inverse.estimate(indexed_values(solved, "intercept", K)))
 
     def objective(estimate):
         coef, intercept = estimate

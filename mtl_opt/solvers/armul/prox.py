@@ -41,6 +41,14 @@ class ArmulEstimate:
     centers: np.ndarray          # (m, d): the center gamma_j of every task
     extra: dict = field(default_factory=dict)
 
+    def mapped(self, rows) -> "ArmulEstimate":
+        """This estimate with ``rows`` (a map of coefficient rows) applied to every table of
+        coefficients (``reductions.Inverse.estimate``)."""
+        extra = dict(self.extra)
+        if "centers" in extra:
+            extra["centers"] = rows(extra["centers"])
+        return ArmulEstimate(rows(self.theta), rows(self.centers), extra)
+
 
 @dataclass
 class ProxRun:
