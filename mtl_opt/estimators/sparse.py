@@ -341,7 +341,7 @@ class SparseMTL(SampleWeighted, MTLEstimator):
         return problem, scaler, data
 
     def _box(self, features) -> list[dict]:
-        """``coef_bound`` as ``bounds`` constraints, one per feature (none: no box)."""
+        """``coef_bound`` as ``bounds`` constraints, one per distinct bound (none: no box)."""
         if self.coef_bound is None:
             return []
         bound = np.asarray(self.coef_bound, dtype=float)
@@ -349,8 +349,9 @@ class SparseMTL(SampleWeighted, MTLEstimator):
             raise InvalidParameterError(
                 f"coef_bound must be one number or one per feature ({len(features)}); got "
                 f"{len(bound)} numbers.")
-        return [{"kind": "bounds", "features": [name], "lower": -float(M), "upper": float(M)}
-                for name, M in zip(features, np.broadcast_to(bound, (len(features),)))]
+        bound = np.broadcast_to(bound, (len(features),))
+        return [{"kind": "bounds", "features": [name for name, b in zip(features, bound) if b == M],
+                 "lower": -float(M), "upper": float(M)} for M in np.unique(bound)]
 
     def _box_statement(self, certified: bool) -> str:
         """How the summary states the box of the problem fitted ("" without one): "certified

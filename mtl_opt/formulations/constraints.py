@@ -301,10 +301,12 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     out = SideConstraints.none((K, p))
     include, exclude, lower, upper = out.include, out.exclude, out.lower, out.upper
     counts, shared = [], []
+    task_index, feature_index = ({str(name): i for i, name in enumerate(names)}
+                                 for names in (task_names, feature_names))
     for number, c in enumerate(stated, 1):
         label = f"constraint #{number} ({c.kind!r})"
-        tasks = _indices(c.tasks, list(map(str, task_names)), "task", label)
-        features = _indices(c.features, list(map(str, feature_names)), "feature", label)
+        tasks = _indices(c.tasks, task_index, "task", label)
+        features = _indices(c.features, feature_index, "feature", label)
         if c.kind == "include":
             include[np.ix_(tasks, features)] = True
         elif c.kind == "exclude":
@@ -335,15 +337,15 @@ def compile_constraints(constraints, task_names, feature_names, x_scale=None) ->
     return SideConstraints(include, exclude, lower, upper, tuple(counts), tuple(shared), stated)
 
 
-def _indices(names, valid: list, what: str, label: str) -> list:
-    """0-based indices of ``names`` (names or indices) among ``valid`` (None: all of them);
-    ``label`` names the constraint in messages."""
+def _indices(names, valid: dict, what: str, label: str) -> list:
+    """0-based indices of ``names`` (names or indices) among ``valid`` (name -> index; names
+    None: all of them); ``label`` names the constraint in messages."""
     if names is None:
         return list(range(len(valid)))
     out = []
     for name in names:
         if isinstance(name, str) and name in valid:
-            out.append(valid.index(name))
+            out.append(valid[name])
         elif isinstance(name, (int, np.integer)) and 0 <= name < len(valid):
             out.append(int(name))
         else:
