@@ -250,8 +250,8 @@ class SideConstraints:
                 room = s - int(forced.sum())
                 if room < 0:
                     return None
-                order = [j for j in np.argsort(-score, kind="stable") if ok[j] and not forced[j] and score[j] > 0]
-                row[order[:room]] = True
+                eligible = np.flatnonzero(ok & ~forced & (score > 0))
+                row[eligible[np.argsort(-score[eligible], kind="stable")[:room]]] = True
             return np.broadcast_to(chosen, self.include.shape).copy()
         chosen = _best_program(self, scores, s, allowed | include, include)
         return None if chosen is None else np.broadcast_to(chosen, self.include.shape).copy()
