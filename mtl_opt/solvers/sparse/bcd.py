@@ -52,6 +52,10 @@ STABLE_SWEEPS = 1
 TIME_LIMIT = "time limit"
 #: Swaps per task whose refit in the boxes is tried when some coefficient is bounded (``_bounded_swap``).
 BOUNDED_TRIES = 10
+#: Relative margin on a swap's predicted F before ``_bounded_swap`` skips it: the table's
+#: predictions are exact but for rounding (and approximate on a singular support, which only a
+#: ridge of 0 allows).
+PREDICTION_MARGIN = 1e-6
 #: The value of a pair a constrained support holds whose best value is 0 (module docstring).
 NUDGE = 1e-300
 
@@ -195,10 +199,15 @@ def _bounded_swap(problem, B, below):
     takes F below ``below``, as (B, F(B)), or None: the table predicts the change of the
     unbounded refits, which the boxes can reverse, so the predictions only rank the moves."""
     support = _support(problem, B)
+    # a support's refit in the boxes is never below its unbounded refit, whose change the table
+    # predicts: once a prediction (less a margin for its rounding) misses ``below``, so do the rest
+    unbounded = problem.objective(problem.refit(support, np.ones(support.shape)), support)
     for move in sorted(best_moves(problem, B, BOUNDED_TRIES), key=lambda move: move[0]):
+        if not np.isfinite(move[0]) or unbounded + move[0] > below + PREDICTION_MARGIN * abs(below):
+            break
         candidate = _fit_on(problem, swapped_support(support, move))
         value = problem.objective(candidate)
-        if np.isfinite(move[0]) and value < below:
+        if value < below:
             return candidate, value
     return None
 
