@@ -22,6 +22,7 @@ list of explicit points, fitted in the order given.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import numbers
 import sys
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 import sklearn.base
 from joblib import Parallel, delayed, effective_n_jobs
-from joblib.externals.loky import get_reusable_executor
+from joblib.executor import get_memmapping_executor
 from joblib.parallel import LokyBackend, get_active_backend
 from sklearn.model_selection import StratifiedKFold
 from tqdm import tqdm
@@ -43,6 +44,7 @@ from .data import MultiTaskData
 from .errors import InvalidDataError, InvalidParameterError
 from .estimators.base import MTLEstimator, split_task_column
 from .metrics import task_rmse
+from .resources import one_blas_thread
 
 __all__ = ["CVResult", "RULES", "SCORINGS", "TaskKFold", "cross_validate", "default_simplicity",
            "expand_grid"]
@@ -306,7 +308,13 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
     is never waited for, and the workers start only once this process has fitted for
     ``WORKERS_AFTER`` seconds: a grid done by then never pays for them (the guide's took 0.9 s
     serial, and 2.1 s when every fold waited for the workers).  Another backend
-    (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel`` job per fold."""
+    (``joblib.parallel_config``, e.g. Dask) gets one ``Parallel`` job per fold.
+
+    While workers may start, this process fits on one BLAS thread, as each worker does.  The
+    workers are forked from other threads (the timer, the feeders' submits), and OpenBLAS shuts
+    its thread pool down at a fork (``pthread_atfork``): a threaded BLAS call here at that moment
+    then waits forever (OpenBLAS 0.3.21 of numpy 1.24, with joblib 1.4, whose loky calls
+    ``os.fork``; gdb showed this thread in ``exec_blas_async_wait`` with no BLAS thread left)."""
     columns: list[Any] = [None] * len(folds)   # each fold's scores, once scored
     lock = threading.Lock()
     with tqdm(total=len(folds) * len(points), desc="cross-validation", unit="fit",
@@ -337,27 +345,34 @@ def _run_folds(estimator, points, data, folds, score, n_jobs, progress) -> np.nd
         started = []
 
         def start_workers():
-            started.append(get_reusable_executor(max_workers=workers, initializer=interrupts.worker_init))
+            # joblib's own reusable executor (a later joblib.Parallel reuses or replaces it; loky's
+            # plain one, reused there, lacked its temporary-folder manager), without memmapping
+            started.append(get_memmapping_executor(workers, initializer=interrupts.worker_init, max_nbytes=None))
             for _ in range(workers):
                 threading.Thread(target=feed, args=(started[0],), daemon=True).start()
         workers = effective_n_jobs(n_jobs) - 1
         starter = threading.Timer(WORKERS_AFTER, start_workers)
         starter.daemon = True
-        if workers > 0 and len(folds) > 1:
-            starter.start()
-        try:
-            while (i := take(False)) is not None:
-                finish(i, _fold_scores(estimator, points, data, folds[i], score))
-            starter.cancel()
-            for i in reversed(range(len(folds))):   # still with a worker: fitted here too
-                if columns[i] is None:
+        forking = workers > 0 and len(folds) > 1
+        with one_blas_thread() if forking else contextlib.nullcontext():
+            if forking:
+                starter.start()
+            try:
+                while (i := take(False)) is not None:
                     finish(i, _fold_scores(estimator, points, data, folds[i], score))
-        except KeyboardInterrupt:   # a fit here was interrupted (FitInterrupted): the workers' too
-            starter.cancel()
-            waiting.clear()
-            for executor in started:
-                interrupts.interrupt_workers(executor)
-            raise
+                starter.cancel()
+                for i in reversed(range(len(folds))):   # still with a worker: fitted here too
+                    if columns[i] is None:
+                        finish(i, _fold_scores(estimator, points, data, folds[i], score))
+            except KeyboardInterrupt:   # a fit here was interrupted (FitInterrupted): the workers' too
+                starter.cancel()
+                waiting.clear()
+                for executor in started:
+                    interrupts.interrupt_workers(executor)
+                raise
+            finally:   # the workers' start, if it began, ends on one BLAS thread here
+                if starter.ident is not None:
+                    starter.join()
     return np.column_stack(columns)
 
 

@@ -3,19 +3,37 @@ MemoryError after it), and one BLAS thread for code made of many small solves.""
 
 from __future__ import annotations
 
+import functools
 import os
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .errors import InvalidParameterError
 
-#: A decorator: run on one BLAS thread.  The sparse heuristics and bnb are many small solves
-#: (Cholesky of s x s to K s x K s systems, X_k^T r), where a multi-threaded BLAS spends more on
-#: waking its threads than on the work, and its spinning threads collapse under load.  Measured:
-#: bcd on issue 18's p=1500, K=4, n_k=50 instance (2 cores) 1.00 s with OpenBLAS's 2 threads,
-#: 0.25 s with one (10.9 s against 0.62 s on a busy machine); bnb on a K=2, p=8 soundness case
-#: beside 4 CPU burners 34 s against 13 s.
-one_blas_thread = threadpool_limits.wrap(limits=1, user_api="blas")
+#: The BLAS libraries this process loaded, found once (a scan of the loaded libraries).
+_BLAS = ThreadpoolController()
+
+
+def one_blas_thread(function=None):
+    """BLAS on one thread: ``with one_blas_thread():``, or ``@one_blas_thread`` on a function.
+    Each use is a fresh limit, so nested and concurrent uses (fits in threads) put back what
+    they found.
+
+    The sparse heuristics and bnb are many small solves (Cholesky of s x s to K s x K s systems,
+    X_k^T r), where a multi-threaded BLAS spends more on waking its threads than on the work,
+    and its spinning threads collapse under load.  Measured: bcd on issue 18's p=1500, K=4,
+    n_k=50 instance (2 cores) 1.00 s with OpenBLAS's 2 threads, 0.25 s with one (10.9 s against
+    0.62 s on a busy machine); bnb on a K=2, p=8 soundness case beside 4 CPU burners 34 s
+    against 13 s.  Cross-validation fits on one while its workers may start (``cv._run_folds``).
+    """
+    if function is None:
+        return _BLAS.limit(limits=1, user_api="blas")
+
+    @functools.wraps(function)
+    def on_one_thread(*args, **kwargs):
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return function(*args, **kwargs)
+    return on_one_thread
 
 
 def physical_memory() -> int | None:

@@ -145,11 +145,52 @@ def test_a_worker_that_fails_leaves_its_fold_to_this_process(data, monkeypatch):
     class Broken:
         def submit(self, *args):
             raise RuntimeError("a worker died")
-    monkeypatch.setattr(cv_module, "get_reusable_executor", lambda **kwargs: Broken())
+    monkeypatch.setattr(cv_module, "get_memmapping_executor", lambda *args, **kwargs: Broken())
     grid = {"c_gamma": [0.5, 1.0]}
     serial = run(MOLAR(), grid, data, refit=False)
     parallel = run(MOLAR(), grid, data, refit=False, n_jobs=2)
     np.testing.assert_array_equal(parallel.scores, serial.scores)
+
+
+def test_this_process_fits_on_one_blas_thread_while_workers_may_start(data, monkeypatch):
+    """Workers are forked from other threads, and OpenBLAS shuts its thread pool down at a fork:
+    a threaded BLAS call here at that moment waited forever (CI's oldest pass, numpy 1.24 with
+    joblib 1.4).  So folds fitted here while workers may start see one BLAS thread, and the
+    limit is put back after; a serial run keeps the caller's threads."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads():
+        return max((lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"), default=0)
+
+    seen = []
+    original = cv_module._fold_scores
+
+    def recording(*args):
+        seen.append(blas_threads())
+        return original(*args)
+
+    monkeypatch.setattr(cv_module, "_fold_scores", recording)
+    monkeypatch.setattr(cv_module, "WORKERS_AFTER", 60.0)   # the grid is done here first
+    with threadpool_limits(limits=2, user_api="blas"):
+        if blas_threads() < 2:
+            pytest.skip("this BLAS runs one thread only: no limit to observe")
+        run(MOLAR(), {"c_gamma": [0.5, 1.0]}, data, refit=False, n_jobs=2)
+        assert seen and set(seen) == {1}, seen
+        assert blas_threads() == 2
+        seen.clear()
+        run(MOLAR(), {"c_gamma": [0.5, 1.0]}, data, refit=False, n_jobs=1)
+        assert seen and set(seen) == {2}, seen
+
+
+def test_joblib_parallel_works_after_a_parallel_cross_validation(data, monkeypatch):
+    """The workers' executor is joblib's own, so a user's joblib.Parallel (a scikit-learn search
+    with n_jobs) runs after it: loky's plain one, reused there, raised AttributeError
+    ('_temp_folder_manager')."""
+    import joblib
+
+    monkeypatch.setattr(cv_module, "WORKERS_AFTER", 0.0)
+    run(MOLAR(), {"c_gamma": [0.5, 1.0]}, data, refit=False, n_jobs=2)
+    assert joblib.Parallel(n_jobs=2)(joblib.delayed(abs)(i) for i in range(-2, 2)) == [2, 1, 0, 1]
 
 
 def test_same_seed_same_result_different_seed_different_folds(data):
