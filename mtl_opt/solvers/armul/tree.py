@@ -9,9 +9,9 @@ placed the tasks before position t of ``order`` in groups A_1..A_K, leaving U_t,
     sum_c LB f(A_c) + LB opt_K(U_t)
 
 (any completion B_1..B_K partitions U_t: sum_c f(A_c u B_c) >= sum_c f(A_c) + sum_c f(B_c)).
-Each suffix also gets a pigeonhole floor before it is searched, and the tasks before a stage's
-suffix one more (their own clustering costs at least that): among K + 1 tasks two share a group
-(``AssignmentTree._pigeonhole``; DESIGN.md, claim 5).
+Each suffix also gets a block floor before it is searched, and the tasks before a stage's
+suffix one more (their own clustering costs at least that): K groups split a block of tasks into
+at most K groups, whose least cost is enumerated (``AssignmentTree._floors``; DESIGN.md, claim 5).
 The repetitive branch and bound of Brusco (2006, Psychometrika 71) solves the suffix problems
 opt_K(U_t) first, t = m - 1 down to 0, each depth first from an incumbent, so each is there as
 the bound of the next.  Tasks are ordered farthest first (distinct tasks decide the clusters
@@ -30,7 +30,7 @@ Bounds are sums of at most K + 1 non-negative floats, lowered past their roundin
 its parent's bound when its own is less.  A node is pruned when its bound >= incumbent *
 (1 - rel_gap); the bound a stage proves is the least over the nodes it closed (pruned nodes,
 leaves, and the nodes open when the deadline passed).  Stage t proves opt_K(all tasks) >= the
-pigeonhole floor of the tasks before t + its bound; the tree's bound is the best of these over
+block floor of the tasks before t + its bound; the tree's bound is the best of these over
 the stages reached, so a stage cut by the deadline never lowers what an earlier stage proved (the
 live log shows the same running best).
 """
@@ -55,10 +55,13 @@ from ..progress import Progress
 #: Each group's vanilla solve stops at this share of the tree's rel_gap (its bound and its
 #: objective then differ by less than the tree's tolerance), and at least at GROUP_FLOOR.
 GROUP_SHARE, GROUP_FLOOR = 0.1, 1e-10
+#: Tasks per block of the floors (``AssignmentTree._floors``): 2 (K + 1) when at most this many
+#: (a block's groups of 2 to b - K + 1 tasks are solved, up to 2^b), else K + 1.
+BLOCK_TASKS = 6
 
 BOUND_SOURCE = ("least safe bound over the closed nodes of a branch and bound over task-to-cluster "
                 "assignments (FISTA dual feasible points per group, superadditive suffix bounds "
-                "with pigeonhole floors)")
+                "with block floors)")
 
 
 @dataclass
@@ -155,39 +158,42 @@ class AssignmentTree:
         singles = [1 << j for j in self.order]
         self.solved(singles, self.workers.map(self.costs.solver, [self.costs.job(g) for g in singles], math.inf))
         self.singles = [self.costs.bound(g) for g in singles]
-        self.floor, self.head = self._pigeonhole()
-        # the independent-tasks bound, or a pigeonhole bound on all tasks
+        self.floor, self.head = self._floors()
+        # the independent-tasks bound, or a block floor on all tasks
         self.proven = max(lowered_sum(math.fsum(self.singles), m), self.floor[0], self.head[m])
         self.nodes = 0
 
-    def _pigeonhole(self) -> tuple[list[float], list[float]]:
-        """Pigeonhole bounds (DESIGN.md, claim 5): ``floor[t]`` on opt_K(order[t:]), blocks cut
-        from the end of ``order``, and ``head[t]`` on opt_K(order[:t]), blocks cut from its start.
+    def _floors(self) -> tuple[list[float], list[float]]:
+        """Block floors (DESIGN.md, claim 5): ``floor[t]`` on opt_K(order[t:]), blocks cut from
+        the end of ``order``, and ``head[t]`` on opt_K(order[:t]), blocks cut from its start.
 
-        Among a block's K + 1 tasks two share a group in any clustering into K groups: a block
-        adds the least over its pairs of LB f(pair) + the LBs of its other tasks alone; every
-        task outside the blocks adds its own.  A block takes one task of each of K + 1 far-apart
-        kinds (``_kinds``), so that its cheapest pair is a merge the clustering must pay: blocks
-        cut from ``order`` as it comes held close pairs (two tasks of one true cluster) and
-        priced little.  The pairs are solved by the workers, each from the single task placed
-        first."""
-        m, size = len(self.order), self.k + 1
+        A clustering into K groups splits each block into at most K groups (refined: exactly K):
+        a block adds the least, over those partitions, of its groups' LB f; every task outside
+        the blocks adds its own.  A block holds two tasks of each of K + 1 far-apart kinds
+        (``_kinds``) where that is at most ``BLOCK_TASKS``, else one, so that its partitions
+        must merge tasks of different kinds: blocks cut from ``order`` as it comes held tasks of
+        one true cluster and priced little.  The partitions' groups of two tasks or more are
+        solved by the workers, the smaller first, each from its group without its last task."""
+        m, size = len(self.order), 2 * (self.k + 1) if 2 * (self.k + 1) <= BLOCK_TASKS else self.k + 1
         kinds = self._kinds()
-        tails = _blocks(range(m - 1, -1, -1), kinds, size)   # positions of order
-        heads = _blocks(range(m), kinds, size)
-        pairs = {1 << self.order[a] | 1 << self.order[b]: 1 << self.order[a]
-                 for block in tails + heads for a in block for b in block if a < b}
-        jobs = [self.costs.job(group, first) for group, first in pairs.items()]
-        self.solved(list(pairs), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
+        tails = _blocks(range(m - 1, -1, -1), kinds, size, self.k + 1)   # positions of order
+        heads = _blocks(range(m), kinds, size, self.k + 1)
+        partitions = {tuple(block): list(_partitions(block, self.k)) for block in tails + heads}
+        masks = {tuple(group): sum(1 << self.order[a] for a in group)
+                 for parts in partitions.values() for partition in parts for group in partition}
+        for width in range(2, size + 1):   # each from its subgroup, solved in the layer before
+            groups = {mask: masks[group[:-1]] if group[:-1] in masks else 0
+                      for group, mask in masks.items() if len(group) == width and mask not in self.costs.runs}
+            jobs = [self.costs.job(group, parent) for group, parent in groups.items()]
+            self.solved(list(groups), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
 
-        def pair(a, b) -> float:   # f(pair) >= f(a) + f(b) too (claim 1): the better of two LBs
-            return max(self.costs.bound(1 << self.order[a] | 1 << self.order[b]),
-                       lowered_sum(self.singles[a] + self.singles[b], 2))
+        def group_floor(group) -> float:   # f(group) >= its tasks' f alone too (claim 1)
+            return max(self.costs.bound(masks[group]),
+                       lowered_sum(math.fsum(self.singles[a] for a in group), len(group)))
 
         def least(block) -> float:
-            return min(lowered_sum(pair(a, b) + math.fsum(self.singles[c] for c in block if c not in (a, b)),
-                                   size - 1)
-                       for a in block for b in block if a < b)
+            return min(lowered_sum(math.fsum(group_floor(tuple(group)) for group in partition), len(partition))
+                       for partition in partitions[tuple(block)])
 
         def floors(blocks, inside) -> list[float]:
             """For each t, the lowered sum over the blocks inside(t, block) and the singles of
@@ -258,7 +264,7 @@ class AssignmentTree:
         stage = Stage(self, t)
         engine = Engine(stage, self.workers, depth_first=True, prune_gap=self.rel_gap)
         engine.offer(self.groups_value(incumbent), incumbent)
-        # f({order[t]}) + opt_K(U_t+1), or the pigeonhole bound on opt_K(U_t)
+        # f({order[t]}) + opt_K(U_t+1), or the block floor on opt_K(U_t)
         root = max(lowered_sum(self.singles[t] + self.suffix[t + 1], 2), self.floor[t])
         engine.push(root, (t, [0] * self.k, [0.0] * self.k, 0, root))
         finished = engine.run(self.deadline)
@@ -317,17 +323,41 @@ class Stage:
         return [(child[-1], child) for child in self.tree.children(*node)]
 
 
-def _blocks(positions, kinds: list[int], size: int) -> list[list[int]]:
-    """Disjoint blocks of ``size`` positions of different kinds, taken along ``positions``: a
-    block closes as soon as each of the ``size`` kinds has a position waiting (the first
-    waiting of each); what is left waiting joins no block."""
-    waiting: list[list[int]] = [[] for _ in range(size)]
+def _blocks(positions, kinds: list[int], size: int, n_kinds: int) -> list[list[int]]:
+    """Disjoint blocks of ``size`` positions spread over the ``n_kinds`` kinds, taken along
+    ``positions``: a block closes as soon as ``size`` wait with each kind's share (size // n_kinds)
+    among them, and takes that share of each, the rest from the kinds in turn; for kinds too rare
+    to wait for, once three blocks' worth wait, it takes from the kinds in turn.  The first
+    waiting of a kind go first; what is left waiting joins no block."""
+    share = size // n_kinds
+    waiting: list[list[int]] = [[] for _ in range(n_kinds)]
     blocks = []
     for a in positions:
         waiting[kinds[a]].append(a)
-        if all(waiting):
-            blocks.append([queue.pop(0) for queue in waiting])
+        count = sum(map(len, waiting))
+        spread = all(len(queue) >= share for queue in waiting)
+        if count >= size and (spread or count >= 3 * size):
+            block = [queue.pop(0) for queue in waiting for _ in range(share) if spread]
+            while len(block) < size:
+                block += [queue.pop(0) for queue in waiting if queue][:size - len(block)]
+            blocks.append(block)
     return blocks
+
+
+def _partitions(items: list, k: int):
+    """Every partition of ``items`` into exactly ``k`` groups (lists, in ``items``' order), once."""
+    if len(items) <= 1 or k == 1:
+        if items and k == 1:
+            yield [list(items)]
+        elif len(items) == k:
+            yield [list(items)] if items else []
+        return
+    first, rest = items[0], items[1:]
+    for partition in _partitions(rest, k):   # first joins one of k groups of the rest
+        for i in range(k):
+            yield partition[:i] + [[first] + partition[i]] + partition[i + 1:]
+    for partition in _partitions(rest, k - 1):   # or is a group alone
+        yield [[first]] + partition
 
 
 def _tasks(group: int) -> list[int]:
