@@ -174,14 +174,14 @@ class AssignmentTree:
         must merge tasks of different kinds: blocks cut from ``order`` as it comes held tasks of
         one true cluster and priced little.  The partitions' groups of two tasks or more are
         solved by the workers, the smaller first, each from its group without its last task."""
-        m, size = len(self.order), 2 * (self.k + 1) if 2 * (self.k + 1) <= BLOCK_TASKS else self.k + 1
+        m, per_kind = len(self.order), 2 if 2 * (self.k + 1) <= BLOCK_TASKS else 1
         kinds = self._kinds()
-        tails = _blocks(range(m - 1, -1, -1), kinds, size, self.k + 1)   # positions of order
-        heads = _blocks(range(m), kinds, size, self.k + 1)
+        tails = _blocks(range(m - 1, -1, -1), kinds, per_kind, self.k + 1)   # positions of order
+        heads = _blocks(range(m), kinds, per_kind, self.k + 1)
         partitions = {tuple(block): list(_partitions(block, self.k)) for block in tails + heads}
         masks = {tuple(group): sum(1 << self.order[a] for a in group)
                  for parts in partitions.values() for partition in parts for group in partition}
-        for width in range(2, size + 1):   # each from its subgroup, solved in the layer before
+        for width in range(2, per_kind * (self.k + 1) + 1):   # each from its subgroup, solved before
             groups = {mask: masks[group[:-1]] if group[:-1] in masks else 0
                       for group, mask in masks.items() if len(group) == width and mask not in self.costs.runs}
             jobs = [self.costs.job(group, parent) for group, parent in groups.items()]
@@ -323,24 +323,16 @@ class Stage:
         return [(child[-1], child) for child in self.tree.children(*node)]
 
 
-def _blocks(positions, kinds: list[int], size: int, n_kinds: int) -> list[list[int]]:
-    """Disjoint blocks of ``size`` positions spread over the ``n_kinds`` kinds, taken along
-    ``positions``: a block closes as soon as ``size`` wait with each kind's share (size // n_kinds)
-    among them, and takes that share of each, the rest from the kinds in turn; for kinds too rare
-    to wait for, once three blocks' worth wait, it takes from the kinds in turn.  The first
-    waiting of a kind go first; what is left waiting joins no block."""
-    share = size // n_kinds
+def _blocks(positions, kinds: list[int], per_kind: int, n_kinds: int) -> list[list[int]]:
+    """Disjoint blocks of ``per_kind`` positions of each of the ``n_kinds`` kinds, taken along
+    ``positions``: a block closes as soon as each kind has that many waiting (the first waiting
+    of each); what is left waiting joins no block."""
     waiting: list[list[int]] = [[] for _ in range(n_kinds)]
     blocks = []
     for a in positions:
         waiting[kinds[a]].append(a)
-        count = sum(map(len, waiting))
-        spread = all(len(queue) >= share for queue in waiting)
-        if count >= size and (spread or count >= 3 * size):
-            block = [queue.pop(0) for queue in waiting for _ in range(share) if spread]
-            while len(block) < size:
-                block += [queue.pop(0) for queue in waiting if queue][:size - len(block)]
-            blocks.append(block)
+        if all(len(queue) >= per_kind for queue in waiting):
+            blocks.append([queue.pop(0) for queue in waiting for _ in range(per_kind)])
     return blocks
 
 
