@@ -161,6 +161,20 @@ def test_a_cut_tree_ends_at_the_best_bound_it_logged(seed, m, k):
         assert found.bound <= upper * (1 + 1e-12), calls
 
 
+@pytest.mark.parametrize("calls", [0, 20, 200])
+def test_block_floors_cut_by_the_deadline_stay_below_every_optimum(calls):
+    """A deadline passing while the floors are built stops them at once (no group but the
+    single tasks solved when it has passed from the start); a block left unsolved counts its
+    tasks alone, and every floor stays below the enumerated optimum of its tasks."""
+    problem, start, reference = solved_tree(4, 7, 2, 1.0)
+    tree = AssignmentTree(problem, 2, farthest_first(start.theta), 1e-6, Countdown(calls))
+    for t in range(7):
+        assert tree.floor[t] <= reference.clustered(tree.order[t:])[1] * (1 + 1e-12), t
+        assert tree.head[t + 1] <= reference.clustered(tree.order[:t + 1])[1] * (1 + 1e-12), t
+    if calls == 0:
+        assert len(tree.costs.runs) == 7
+
+
 @pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (1e-6, 0.0), (1.0, 1e9)])
 def test_the_exact_fit_is_certified_at_every_scale_and_never_loses_to_prox(scale, shift):
     """ARMUL(algorithm="exact") through the estimator (ResponseScale, an intercept): y * 1e-6 with

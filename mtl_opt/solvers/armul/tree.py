@@ -181,11 +181,19 @@ class AssignmentTree:
         partitions = {tuple(block): list(_partitions(block, self.k)) for block in tails + heads}
         masks = {tuple(group): sum(1 << self.order[a] for a in group)
                  for parts in partitions.values() for partition in parts for group in partition}
-        for width in range(2, per_kind * (self.k + 1) + 1):   # each from its subgroup, solved before
-            groups = {mask: masks[group[:-1]] if group[:-1] in masks else 0
-                      for group, mask in masks.items() if len(group) == width and mask not in self.costs.runs}
-            jobs = [self.costs.job(group, parent) for group, parent in groups.items()]
-            self.solved(list(groups), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
+        for block, parts in partitions.items():   # a block at a time: the deadline stops them soon
+            if self.deadline.expired():
+                break
+            for width in range(2, len(block) - self.k + 2):   # each from its subgroup, solved before
+                groups = {masks[group]: masks.get(group[:-1], 0) for partition in parts for group in map(tuple, partition)
+                          if len(group) == width and masks[group] not in self.costs.runs}
+                jobs = [self.costs.job(group, parent) for group, parent in groups.items()]
+                self.solved(list(groups), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
+        # a block whose groups the deadline left unsolved is no block: its tasks count alone
+        tails, heads = ([block for block in blocks
+                         if all(masks[tuple(group)] in self.costs.runs or len(group) == 1
+                                for partition in partitions[tuple(block)] for group in partition)]
+                        for blocks in (tails, heads))
 
         def group_floor(group) -> float:   # f(group) >= its tasks' f alone too (claim 1)
             return max(self.costs.bound(masks[group]),
