@@ -161,6 +161,25 @@ def test_a_cut_tree_ends_at_the_best_bound_it_logged(seed, m, k):
         assert found.bound <= upper * (1 + 1e-12), calls
 
 
+def test_a_block_is_split_every_way_into_exactly_k_groups():
+    """``_partitions`` lists each partition into exactly k groups once: as many as the Stirling
+    number S(n, k), by its recurrence, and every one covers the items."""
+    from mtl_opt.solvers.armul.tree import _partitions
+
+    @functools.cache
+    def stirling(n, k):
+        if n == k:
+            return 1
+        return 0 if k == 0 or k > n else k * stirling(n - 1, k) + stirling(n - 1, k - 1)
+
+    for n in range(9):
+        for k in range(1, 6):
+            found = list(_partitions(list(range(n)), k))
+            distinct = {tuple(sorted(map(tuple, partition))) for partition in found}
+            assert len(found) == len(distinct) == (stirling(n, k) if n else 0), (n, k)
+            assert all(len(p) == k and sorted(sum(p, [])) == list(range(n)) for p in found), (n, k)
+
+
 @pytest.mark.parametrize("calls", [0, 20, 200])
 def test_block_floors_cut_by_the_deadline_stay_below_every_optimum(calls):
     """A deadline passing while the floors are built stops them at once (no group but the

@@ -191,7 +191,7 @@ class AssignmentTree:
                 self.solved(list(groups), self.workers.map(self.costs.solver, jobs, math.inf) if jobs else [])
         # a block whose groups the deadline left unsolved is no block: its tasks count alone
         tails, heads = ([block for block in blocks
-                         if all(masks[tuple(group)] in self.costs.runs or len(group) == 1
+                         if all(masks[tuple(group)] in self.costs.runs
                                 for partition in partitions[tuple(block)] for group in partition)]
                         for blocks in (tails, heads))
 
@@ -346,14 +346,14 @@ def _blocks(positions, kinds: list[int], per_kind: int, n_kinds: int) -> list[li
 
 def _partitions(items: list, k: int):
     """Every partition of ``items`` into exactly ``k`` groups (lists, in ``items``' order), once."""
-    if len(items) <= 1 or k == 1:
-        if items and k == 1:
+    if k == 1:
+        if items:
             yield [list(items)]
-        elif len(items) == k:
-            yield [list(items)] if items else []
+        return
+    if len(items) < k:
         return
     first, rest = items[0], items[1:]
-    for partition in _partitions(rest, k):   # first joins one of k groups of the rest
+    for partition in _partitions(rest, k):   # first joins one of the k groups of the rest
         for i in range(k):
             yield partition[:i] + [[first] + partition[i]] + partition[i + 1:]
     for partition in _partitions(rest, k - 1):   # or is a group alone
