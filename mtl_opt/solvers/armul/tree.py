@@ -15,7 +15,8 @@ at most K groups, whose least cost is enumerated (``AssignmentTree._floors``; DE
 The repetitive branch and bound of Brusco (2006, Psychometrika 71) solves the suffix problems
 opt_K(U_t) first, t = m - 1 down to 0, each depth first from an incumbent, so each is there as
 the bound of the next.  Tasks are ordered farthest first (distinct tasks decide the clusters
-early); labels are opened in order (task order[0] in cluster 0, the first task not in it in
+early), and for K <= 2 the floors' blocks are then laid out as runs at the order's end
+(``AssignmentTree._laid_out``); labels are opened in order (task order[0] in cluster 0, the first task not in it in
 cluster 1, ...), which removes the K! relabelings; children are visited best bound first.
 
 Every LB f(S) is safe: FISTA's best dual feasible point (``ArmulProblem.dual_bound``, its
