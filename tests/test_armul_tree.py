@@ -197,12 +197,13 @@ def test_block_floors_cut_by_the_deadline_stay_below_every_optimum(calls):
 @pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (1e-6, 0.0), (1.0, 1e9)])
 def test_the_exact_fit_is_certified_at_every_scale_and_never_loses_to_prox(scale, shift):
     """ARMUL(algorithm="exact") through the estimator (ResponseScale, an intercept): y * 1e-6 with
-    c * 1e-6 is the same problem scaled by 1e-12; y + 1e9 moves only the intercepts."""
-    Xs, ys = tiny_tasks(1, 5)
+    c * 1e-6 is the same problem scaled by 1e-12; y + 1e9 moves only the intercepts.  Seven tasks
+    around three centers: a block of two tasks per kind forms (its floor and its layout)."""
+    Xs, ys = tiny_tasks(2, 7)
     stored = [y * scale + shift for y in ys]
     exact_y = [(y - shift) / scale for y in stored]   # the stored data's own problem
     problem = ArmulProblem.from_tasks(with_intercept(Xs), exact_y, c=0.5)
-    lower, upper = Reference(problem, 2).clustered(list(range(5)))
+    lower, upper = Reference(problem, 2).clustered(list(range(7)))
     params = dict(structure="clustered", n_components=2, c=0.5 * scale, standardize=False, seed=0)
     data = MultiTaskData(Xs, stored)
     result = ARMUL(algorithm="exact", **params).fit(data).result_
