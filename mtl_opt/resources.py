@@ -10,8 +10,12 @@ from threadpoolctl import ThreadpoolController
 
 from .errors import InvalidParameterError
 
-#: The BLAS libraries this process loaded, found once (a scan of the loaded libraries).
-_BLAS = ThreadpoolController()
+@functools.cache
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries this process loaded, found once, at the first limit (a scan costs ~3 ms):
+    by then the fit's modules have loaded numpy's and scipy's BLAS, which a scan when this module
+    is imported could precede (it then found none, and the limit limited nothing)."""
+    return ThreadpoolController()
 
 
 def one_blas_thread(function=None):
@@ -27,11 +31,11 @@ def one_blas_thread(function=None):
     against 13 s.  Cross-validation fits on one while its workers may start (``cv._run_folds``).
     """
     if function is None:
-        return _BLAS.limit(limits=1, user_api="blas")
+        return _blas().limit(limits=1, user_api="blas")
 
     @functools.wraps(function)
     def on_one_thread(*args, **kwargs):
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with _blas().limit(limits=1, user_api="blas"):
             return function(*args, **kwargs)
     return on_one_thread
 

@@ -277,3 +277,17 @@ def test_table_and_progress_bar(data, capsys):
     assert "fit_intercept" in table and "mean" in table and "best" in table
     assert len(table.splitlines()) == 2 + len(result.points)
     assert "cross-validation" in capsys.readouterr().err
+
+
+def test_one_blas_thread_limits_the_blas_loaded_after_its_module():
+    """``resources`` imported before numpy and scipy (a fresh process): the limit still reaches
+    both BLAS libraries loaded afterwards (a controller made at import found none)."""
+    import subprocess
+    import sys
+
+    code = ("import mtl_opt.resources as r, numpy, scipy.linalg\n"
+            "from threadpoolctl import threadpool_info\n"
+            "with r.one_blas_thread():\n"
+            "    print(max(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
