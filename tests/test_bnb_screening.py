@@ -307,3 +307,65 @@ def test_screening_fixes_entries_and_saves_nodes():
             nodes[on] += run.native["nodes"]
         assert runs[True].objective == pytest.approx(runs[False].objective, rel=1e-9)
     assert nodes[True] < nodes[False]
+
+
+def test_the_slopes_error_bound_covers_their_exact_error():
+    """``_safe_slopes``' slack (Cauchy-Schwarz on the column and residual norms) is above the
+    exact error of each slope v = X'r / n, computed in rational arithmetic: columns of very
+    different magnitudes and residuals that nearly cancel against them."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    Xs = [rng.normal(size=(9, 5)) * [1e-8, 1.0, 1e6, 1.0, 3.0] for _ in range(2)]
+    ys = [rng.normal(size=9) for _ in range(2)]
+    problem = problem_of(Xs, ys, "l0l2", 2, 0.0)
+    bounder = GreedyBound(problem, 10, Deadline(None))
+    r = np.concatenate([y + 1e-3 * rng.normal(size=9) for y in problem.ys])
+    r[:9] -= problem.Xs[0][:, 2] * (problem.Xs[0][:, 2] @ r[:9]) / (problem.Xs[0][:, 2] @ problem.Xs[0][:, 2])
+    _, _, v, slack = bounder._safe_slopes(r)
+    for k, X in enumerate(problem.Xs):
+        rk = r[9 * k:9 * (k + 1)]
+        for j in range(5):
+            exact = sum(Fraction(a) * Fraction(b) for a, b in zip(X[:, j], rk)) / 9
+            assert abs(Fraction(v[k, j]) - exact) <= Fraction(slack[k, j])
+            assert slack[k, j] <= 1e-12 * np.linalg.norm(X[:, j]) * np.linalg.norm(rk)   # and tight
+
+
+def test_nodes_are_bounded_against_the_level_that_prunes_them():
+    """A tree with a prune gap hands its climbs upper (1 - gap), the level past which climbing
+    proves nothing it reports (``Engine.level``), at the root and below."""
+    from mtl_opt.solvers.engine.workers import Serial
+    from mtl_opt.solvers.sparse.bnb.tree import SupportTree
+
+    Xs, ys = data(1, 1, 60, 25, 5, signal=1.0)
+    problem = problem_of(Xs, ys, "l0l2", 5, 0.0, lambda_ridge=0.5)
+    levels = []
+
+    class Recording(GreedyBound):
+        def work(self, job, upper, deadline):
+            levels.append((upper, tree_upper()))
+            return super().work(job, upper, deadline)
+
+    tree = None
+    tree_upper = lambda: problem.objective(np.zeros((1, 60))) if tree is None else tree.upper   # noqa: E731
+    tree = SupportTree(problem, Recording(problem, 1000, Deadline(None)), np.zeros((1, 60)),
+                       Serial(Deadline(None)), prune_gap=0.01)
+    while tree.engine.open and tree.engine.nodes < 5:
+        tree.engine.step()
+    assert len(levels) > 2
+    for level, upper in levels:
+        assert level == pytest.approx(0.99 * upper, rel=1e-12)
+
+
+@pytest.mark.parametrize("variant,lambda_zbar", VARIANTS)
+def test_a_loose_gap_is_met_with_a_bound_below_the_enumerated_optimum(variant, lambda_zbar):
+    """At rel_gap 5 % (nodes closed within 2.5 % of the incumbent), the bound stays below the
+    enumerated optimum and the gap within 5 %."""
+    Xs, ys = data(2, 2, 7, 12, 2, signal=1.0)
+    problem = problem_of(Xs, ys, variant, 2, lambda_zbar)
+    optimum = child_optimum(Xs, ys, variant, 2, lambda_zbar, np.full((2, 7), bnb.FREE))
+    result = bnb.solve_bnb(problem, SolveOptions(time_limit=60, rel_gap=0.05), np.zeros((2, 7)),
+                           deadline=Deadline(60))
+    assert result.lower_bound <= optimum * (1 + 1e-9)
+    assert result.objective >= optimum * (1 - 1e-9)
+    assert result.objective - result.lower_bound <= 0.05 * result.objective

@@ -174,3 +174,46 @@ def test_every_node_bound_in_a_box_is_below_the_nodes_enumerated_optimum(variant
                 child[(slice(None), j) if problem.common_support else (k, j)] = state
                 if filled(child.copy(), problem.s) is not None:
                     assert child_bound[k, j] <= optimum(child) * (1 + 1e-12)
+
+
+def _boxed_refit_value(problem, columns, M):
+    """F of one task's best coefficients on ``columns`` within |b_j| <= M (BVLS, written here)."""
+    X, y = problem.Xs[0], problem.ys[0]
+    n, size = len(y), len(columns)
+    A = np.vstack([X[:, columns], np.sqrt(n * problem.lambda_ridge) * np.eye(size)])
+    b = np.concatenate([y, np.zeros(size)])
+    fit = lsq_linear(A, b, bounds=(-M, M), method="bvls", tol=1e-14)
+    return 0.5 * np.sum((A @ fit.x - b) ** 2) / n
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_bcd_in_a_box_that_does_not_bind_is_the_free_fit_and_swap_optimal_in_the_box(seed, monkeypatch):
+    """bcd under a box alone fits without it first and keeps that fit when it lies in the box (no
+    clipped sweep runs): then no single swap's refit in the box (BVLS here) is better; a box that
+    binds is kept."""
+    from mtl_opt.solvers.sparse import bcd
+
+    clipped = []
+    sweep = bcd._constrained_sweep
+    monkeypatch.setattr(bcd, "_constrained_sweep", lambda *args: clipped.append(1) or sweep(*args))
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(30, 8))
+    y = X[:, :3] @ [1.2, -0.8, 0.5] + 0.5 * rng.normal(size=30)
+    data = MultiTaskData([X], [y])
+    free = SparseMTL(s=3, lambda_ridge=0.05, standardize=False, fit_intercept=False).fit(data)
+    top = np.abs(free.coef_).max()
+    for M in (2 * top, 0.6 * top):
+        est = SparseMTL(s=3, lambda_ridge=0.05, standardize=False, fit_intercept=False, coef_bound=M)
+        result = est.fit(data).result_
+        assert np.all(np.abs(result.coef) <= M)
+        if M < top:
+            assert clipped   # the box binds: the clipped fit ran
+            continue
+        assert not clipped
+        np.testing.assert_allclose(result.coef, free.coef_, rtol=0, atol=1e-12)
+        problem = est._problem(data)[0]
+        support = list(np.flatnonzero(result.coef[0]))
+        assert _boxed_refit_value(problem, support, M) >= result.objective * (1 - 1e-9)
+        for out, into in itertools.product(support, sorted(set(range(8)) - set(support))):
+            swapped = [into if j == out else j for j in support]
+            assert _boxed_refit_value(problem, swapped, M) >= result.objective * (1 - 1e-9)

@@ -286,6 +286,14 @@ class SideConstraints:
                 f"together ({_stated(self)}); the features a task cannot identify (constant "
                 "there) never enter its support. Relax a count, a shared support or an include.")
 
+    def without_bounds(self) -> "SideConstraints | None":
+        """These constraints less their bounds and signs, when those are all they state (no
+        include, count or shared support; a pair a box fixes at 0 stays in ``exclude``), else None."""
+        if self.include.any() or self.counts or self.shared:
+            return None
+        return replace(self, lower=np.full_like(self.lower, -np.inf), upper=np.full_like(self.upper, np.inf),
+                       stated=())
+
     def violation(self, B: np.ndarray) -> float:
         """The largest amount by which B leaves its bounds (0 inside them)."""
         return float(max(np.max(self.lower - B, initial=0.0), np.max(B - self.upper, initial=0.0)))

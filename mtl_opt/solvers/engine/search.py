@@ -4,7 +4,8 @@ of what has been closed; it knows nothing of regression or clustering.
 A tree problem hands the engine three things (``TreeProblem``):
 
 - ``bounder``: the object that bounds a node's children, shipped once to where node work runs
-  (``workers``), with ``work(job, upper, deadline)`` returning the bound of one job;
+  (``workers``), with ``work(job, level, deadline)`` returning the bound of one job (``level``:
+  the bound that prunes it, ``Engine.level``);
 - ``split(node, bound, engine)``: what a node taken from the queue becomes: the jobs its children
   need bounded, and the leaves it already solved (offered by the engine once the step's nodes
   are split); a node it closes itself (a leaf with only a bound) goes to ``engine.close``;
@@ -62,9 +63,14 @@ class Engine:
             return True
         return False
 
+    def level(self) -> float:
+        """The bound that prunes a node: ``upper (1 - prune_gap)``.  Jobs are bounded against it,
+        so a bounder may stop climbing there (past it the node is closed whatever its bound)."""
+        return self.upper * (1 - self.prune_gap)
+
     def prunes(self, bound: float) -> bool:
         """Whether a node of this bound can hold nothing ``prune_gap`` better than the incumbent."""
-        return bound >= self.upper * (1 - self.prune_gap)
+        return bound >= self.level()
 
     def close(self, bound: float) -> None:
         """A node is done with only ``bound`` proven on it (pruned, or a leaf solved inexactly)."""
@@ -106,7 +112,7 @@ class Engine:
             for value, solution in leaves:
                 self.offer(value, solution)
         jobs = [job for _, _, node_jobs, _ in taken for job in node_jobs]
-        results = iter(self.workers.map(self.tree.bounder, jobs, self.upper) if jobs else [])
+        results = iter(self.workers.map(self.tree.bounder, jobs, self.level()) if jobs else [])
         for node, bound, node_jobs, _ in taken:
             children = self.tree.children(node, bound, node_jobs, [next(results) for _ in node_jobs], self)
             if self.depth_first:   # the best child on top of the stack

@@ -35,7 +35,7 @@ Without constraints none of this runs.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg.lapack
@@ -88,10 +88,19 @@ def fit_bcd(problem: SparseProblem, init: np.ndarray | None = None, *, max_iter:
     Once ``deadline`` passes, every loop stops (after an exact refit) and the
     best answer so far is returned, its log ending with a "time limit" record.
     Side constraints that no support meets raise InvalidParameterError first
-    (``SideConstraints.check_admits``).
+    (``SideConstraints.check_admits``).  Where bounds and signs are the only side constraints,
+    the fit without them runs first and is returned if it lies inside them: a support's free
+    refit inside the bounds is its bounded refit, and a swap's bounded refit is no better than
+    its free one, so that answer is swap-optimal under the bounds as well, with no clipping paid.
     """
     clock = time.perf_counter()
     problem.side.check_admits(problem.s, problem.allowed, problem.common_support, problem.task_names)
+    free = problem.side.without_bounds() if problem.side.active else None
+    if free is not None:   # bounds alone: first the fit without them, kept if it lies inside them
+        run = fit_bcd(replace(problem, side=free), init, max_iter=max_iter, tol=tol,
+                      local_search=local_search, max_swaps=max_swaps, deadline=deadline)
+        if problem.side.violation(run.coef) == 0:
+            return run
     run = lambda prob, start: _descend(prob, start, max_iter, tol, local_search, max_swaps, clock,  # noqa: E731
                                        deadline)
     if init is not None:

@@ -49,8 +49,9 @@ class NodeBound:
 
     The family supplies its dual (``kernel`` at ``_evaluation``'s arguments), its safe parts
     (``_safe_parts``, ``safe_penalty``, ``child_penalties``) and its worst support (``worst``).
-    A job (``work``) sets the incumbent's value (``upper``: a climb stops there), the ``deadline``
-    and the stages ``skipped``; called directly, ``bound`` climbs against those set here.
+    A job (``work``) sets the level that prunes the node (``upper``: the incumbent's value less the
+    tree's prune gap, ``Engine.level``; a climb stops there), the ``deadline`` and the stages
+    ``skipped``; called directly, ``bound`` climbs against those set here.
     """
 
     #: The incumbent's value a climb stops at, and the stages skipped: none (the root's).

@@ -37,6 +37,12 @@ from .sets import ENUMERATED_TASKS, SetBound
 from .tree import BATCH, SupportTree
 from .zbar import ZbarBound
 
+#: A tree closes a node whose bound is within this share of ``rel_gap`` below its incumbent
+#: (``Engine.prune_gap``), and its climb stops there: climbing past the level the search stops
+#: at proves nothing it reports.  Half, so that the safe bound's rounding (a hair below the
+#: climbed value) still leaves the summed gap within ``rel_gap``.
+PRUNE_SHARE = 0.5
+
 
 def family(problem: SparseProblem) -> type:
     """The bound family of ``problem``'s trees (module docstring); the recursion, not the
@@ -89,7 +95,7 @@ def solve_bnb(problem: SparseProblem, options: SolveOptions, incumbent: np.ndarr
     try:
         batch = max(BATCH, -(-workers.size // 2))
         trees += [SupportTree(part, bound_family(part, node_iterations, deadline), start_from, workers,
-                              screening, batch) for part, start_from in parts]
+                              screening, batch, PRUNE_SHARE * options.rel_gap) for part, start_from in parts]
         while True:
             lower, upper = sum(t.lower() for t in trees), sum(t.upper for t in trees)
             if relative_gap(upper, lower) <= options.rel_gap or upper - lower <= options.abs_gap:

@@ -46,10 +46,10 @@ class SupportTree:
     bounds the nodes (``node.NodeBound``).  ``screened`` counts the screening's fixings."""
 
     def __init__(self, problem: SparseProblem, bounder, incumbent: np.ndarray, workers: Workers,
-                 screening: bool = True, batch: int = BATCH):
+                 screening: bool = True, batch: int = BATCH, prune_gap: float = 0.0):
         self.problem, self.bounder = problem, bounder
         self.screening, self.screened = screening, 0
-        self.engine = Engine(self, workers, batch=batch)
+        self.engine = Engine(self, workers, batch=batch, prune_gap=prune_gap)
         start = problem.completed(incumbent)
         self.offer(problem.refit(start), start)
         if self.upper > 0:   # F >= 0, so an incumbent with F = 0 (e.g. y = 0) is optimal
@@ -62,7 +62,7 @@ class SupportTree:
             jobs, leaves = self._jobs([filled(root, problem.s)], bounder.start(), skip=0)
             for leaf in leaves:
                 self.engine.offer(*leaf)
-            results = workers.map(bounder, jobs, self.upper) if jobs else []
+            results = workers.map(bounder, jobs, self.engine.level()) if jobs else []
             for bound, node in self.children(None, None, jobs, results, self.engine):
                 self.engine.push(bound, node)
 
