@@ -121,8 +121,9 @@ class NodeBound:
         Dot products of length m are off by at most gamma_m |x|.|y|, gamma_m = m u / (1 - m u)
         (Higham, Accuracy and Stability of Numerical Algorithms, 3.1).  So the loss part
         sum_k (y_k.r_k - ||r_k||^2 / 2) / n_k is off by at most gamma_(n+3) (|y_k|.|r_k| +
-        ||r_k||^2 / 2) / n_k per task; each slope v = X'r / n by at most e = gamma_(n+1) |X|'|r| / n,
-        so (|v| + e)^2 / (2 lambda_ridge), rounded up, is above every exact weight, and the family's
+        ||r_k||^2 / 2) / n_k per task; each slope v = X'r / n by at most gamma_(n+1) |x_j|.|r| / n,
+        below e = 2 gamma_(n+1) ||x_j|| ||r|| / n (Cauchy-Schwarz, the 2 covering the norms' own
+        rounding; no |X| is kept), so (|v| + e)^2 / (2 lambda_ridge), rounded up, is above every exact weight, and the family's
         ``safe_penalty`` on those weights bounds the node's exact penalty from above (in ``greedy``:
         the greedy z, summed and rounded up).  The last subtractions are covered by a final gamma_3 term.
         """
