@@ -12,6 +12,7 @@ Neumaier and Shcherbina, Math. Prog. 2004).
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 import numpy as np
@@ -39,7 +40,14 @@ def lowered(base, error, penalty):
 
 def lowered_sum(total: float, terms: int) -> float:
     """A float sum of ``terms`` non-negative floats, lowered below the exact sum."""
-    return max(0.0, total * (1 - rounding_factor(terms + 1)))
+    return max(0.0, total * _lowering(terms))
+
+
+@functools.cache
+def _lowering(terms: int) -> float:
+    """1 - gamma_(terms + 1): ``lowered_sum``'s factor, made once per count (the clustered tree
+    lowers millions of sums of K + 1 terms)."""
+    return 1 - rounding_factor(terms + 1)
 
 
 def rounded_up(value: Fraction) -> float:

@@ -338,3 +338,22 @@ def test_lowrank_logistic_reports_the_independent_tasks_bound():
     assert result.lower_bound is not None and result.status == "gap_limit"
     assert independent * (1 - 1e-6) <= result.lower_bound <= independent * (1 + 1e-9)
     assert result.lower_bound <= result.objective
+
+
+def test_a_subset_takes_its_tasks_cached_quantities_as_it_would_compute_them():
+    """``subset`` slices the parent's per-task caches (``for_subsets``): each equals, to the bit,
+    what a problem of those tasks alone computes, in the order asked for."""
+    from mtl_opt.formulations.armul import PER_TASK
+
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(n, 4)) for n in (12, 9, 15, 11, 10)]
+    ys = [X @ rng.normal(size=4) + rng.normal(size=len(X)) for X in Xs]
+    parent = ArmulProblem.from_tasks(Xs, ys, c=1.0).for_subsets()
+    tasks = [3, 0, 4]
+    sliced = parent.subset(tasks)
+    fresh = ArmulProblem(*(getattr(parent, key)[tasks] for key in ("X", "y", "mask", "w", "lam")), parent.loss)
+    for key in PER_TASK:
+        assert np.array_equal(getattr(sliced, key), getattr(fresh, key)), key
+    for mine, theirs in zip(sliced._task_factors, fresh._task_factors):
+        assert np.array_equal(mine[0], theirs[0]) and mine[1] == theirs[1]
+    assert sliced.dual_bound(fresh.xty, "vanilla") == fresh.dual_bound(fresh.xty, "vanilla")

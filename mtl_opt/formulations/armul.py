@@ -55,6 +55,11 @@ STRUCTURES = ("vanilla", "clustered", "lowrank")
 COUPLINGS = ("vanilla", "pooled", "independent", "fixed")
 
 
+#: ``ArmulProblem``'s cached per-task arrays, indexed by task first (``ArmulProblem.subset``).
+PER_TASK = ("n", "row_weight", "gram", "xty", "yy", "smoothness", "active", "_root_trace",
+            "_task_min_eigenvalues")
+
+
 @dataclass(frozen=True, eq=False)
 class ArmulProblem:
     """One ARMUL instance: padded designs (m, n_max, d), responses, weights and penalties.
@@ -130,9 +135,23 @@ class ArmulProblem:
         return top / 4 if self.loss == "logistic" else top
 
     def subset(self, tasks) -> "ArmulProblem":
+        """The problem of the tasks ``tasks``; it takes this one's per-task quantities computed so far
+        (``PER_TASK``: each is computed task by task, so a slice is what it would compute)."""
         tasks = np.asarray(tasks)
-        return ArmulProblem(self.X[tasks], self.y[tasks], self.mask[tasks], self.w[tasks],
-                            self.lam[tasks], self.loss)
+        out = ArmulProblem(self.X[tasks], self.y[tasks], self.mask[tasks], self.w[tasks],
+                           self.lam[tasks], self.loss)
+        cached = self.__dict__
+        out.__dict__.update({key: cached[key][tasks] for key in PER_TASK if key in cached})
+        if "_task_factors" in cached:
+            out.__dict__["_task_factors"] = [cached["_task_factors"][j] for j in tasks]
+        return out
+
+    def for_subsets(self) -> "ArmulProblem":
+        """This problem with its per-task quantities computed, for the many ``subset`` calls of
+        a tree (each group's solve then slices them: no Gram matrix, factor or eigenvalue twice)."""
+        for key in (*PER_TASK, "_task_factors"):
+            getattr(self, key)
+        return self
 
     def with_response(self, y) -> "ArmulProblem":
         """The same problem with responses y (m, n_max) (squared loss: a shifted target)."""
@@ -174,7 +193,7 @@ class ArmulProblem:
     def objective(self, Theta, Gamma) -> float:
         """F(Theta, Gamma) with Gamma of shape (m, d) (one center per task) or (d,)."""
         Theta = np.asarray(Theta, dtype=float)
-        dist = np.linalg.norm(Theta - np.broadcast_to(Gamma, Theta.shape), axis=1)
+        dist = _row_norms(Theta - np.broadcast_to(Gamma, Theta.shape))
         return float(np.sum(self.w * (self.losses(Theta) + self.lam * dist)))
 
     # --- certificate ---------------------------------------------------------------
@@ -269,17 +288,17 @@ class ArmulProblem:
                 return None
             r = self._transposed(s).sum(axis=0)
             s = s - self.row_weight[:, None] * self.scores(
-                np.tile(scipy.linalg.cho_solve(self._pooled_factor, r), (self.m, 1)))
+                np.tile(_factor_solve(self._pooled_factor, r), (self.m, 1)))
         elif coupling == "independent":
             r = self._transposed(s)
             step = np.zeros_like(r)  # zero columns: X_j^T s_j is exactly 0 there already
             proven = self._provable_tasks
             for j in np.flatnonzero(proven):
                 a = self.active[j]
-                step[j, a] = scipy.linalg.cho_solve(self._task_factors[j], r[j, a]) / self.n[j]
+                step[j, a] = _factor_solve(self._task_factors[j], r[j, a]) / self.n[j]
             projected = s - self.scores(step)
             s = np.where((proven & self._in_domain(projected))[:, None], projected, 0.0)
-        u_norm = np.linalg.norm(self._transposed(s), axis=1)
+        u_norm = _row_norms(self._transposed(s))
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
         if coupling == "vanilla":
@@ -318,7 +337,7 @@ class ArmulProblem:
         tasks = np.flatnonzero(self._provable_tasks & self.active.all(axis=1))
         if self.loss != "squared" or len(tasks) <= k or k >= self.d:
             return 0.0
-        theta = np.array([scipy.linalg.cho_solve(self._task_factors[j], self.xty[j]) for j in tasks])
+        theta = np.array([_factor_solve(self._task_factors[j], self.xty[j]) for j in tasks])
         mu, w, lam = self._task_min_eigenvalues[tasks], self.w[tasks], self.lam[tasks]
         # delta_j >= ||theta_j - theta_j*|| = ||G_j^-1 X_j^T (X_j theta_j - y_j)|| / n_j, the
         # gradient's rounding bounded (the residual's, then the product's)
@@ -376,9 +395,9 @@ class ArmulProblem:
         Theta = np.asarray(Theta, dtype=float)
         fitted = _products(self.gram, Theta)
         u = self.w[:, None] * (fitted - self.xty)
-        beta = scipy.linalg.cho_solve(self._pooled_factor, u.sum(axis=0))
+        beta = _factor_solve(self._pooled_factor, u.sum(axis=0))
         fitted_beta = self.gram @ beta
-        u_norm = np.linalg.norm(u - self.w[:, None] * fitted_beta, axis=1)
+        u_norm = _row_norms(u - self.w[:, None] * fitted_beta)
         cap = self.w * self.lam
         t = min(1.0, float(np.min(np.divide(cap, u_norm, out=np.ones_like(cap),
                                             where=u_norm > cap))))
@@ -388,10 +407,10 @@ class ArmulProblem:
         dual = -float(np.sum(self.w * (t * (linear - self.yy) + t * t / 2 * square)))
         loss = (np.einsum("md,md->m", Theta, fitted) - 2 * np.einsum("md,md->m", Theta, self.xty)
                 + self.yy) / 2
-        penalty = self.w * self.lam * np.linalg.norm(Theta - center, axis=1)
+        penalty = self.w * self.lam * _row_norms(Theta - center)
         primal = float(np.sum(self.w * loss + penalty))
-        root_trace = np.sqrt(np.trace(self.gram, axis1=1, axis2=2))
-        sizes = [(root_trace * np.linalg.norm(v, axis=1) + np.sqrt(self.yy)) ** 2
+        root_trace = self._root_trace
+        sizes = [(root_trace * _row_norms(v) + np.sqrt(self.yy)) ** 2
                  for v in (Theta, delta)]
         magnitude = float(np.sum(self.w * (sizes[0] + 3 * sizes[1]) + penalty))
         return primal, dual, 8 * rounding_factor(self.mask.shape[1] + 2 * self.d + 8) * magnitude
@@ -411,8 +430,8 @@ class ArmulProblem:
         total = 0.0
         if coupling in ("vanilla", "fixed"):
             cap = self.w * self.lam
-            norm = (np.linalg.norm(u, axis=1) * (1 + rounding_factor(self.d + 3))
-                    + np.linalg.norm(u_error, axis=1))
+            norm = (_row_norms(u) * (1 + rounding_factor(self.d + 3))
+                    + _row_norms(u_error))
             excess = np.maximum(norm - cap, 0.0)
             if np.any(excess > 0):
                 if np.any(cap[excess > 0] <= 0):
@@ -421,7 +440,7 @@ class ArmulProblem:
         if coupling == "fixed":
             return total
         if coupling == "independent":
-            residual = np.linalg.norm(np.abs(u) + u_error, axis=1)
+            residual = _row_norms(np.abs(u) + u_error)
         else:
             residual = np.linalg.norm(np.abs(u.sum(axis=0)) + u_error.sum(axis=0)
                                       + rounding_factor(self.m) * np.abs(u).sum(axis=0))
@@ -452,6 +471,11 @@ class ArmulProblem:
         """|X_j|^T |s_j| for every task, (m, d): what bounds the rounding of X_j^T s_j.  Task by
         task, so no |X| as large as X is kept (a proven bound is computed about once a fit)."""
         return np.array([np.abs(s_j) @ np.abs(X_j) for s_j, X_j in zip(s, self.X)])
+
+    @cached_property
+    def _root_trace(self) -> np.ndarray:
+        """(m,) sqrt(tr G_j): ``gap_estimate``'s scale of each task's terms."""
+        return np.sqrt(np.trace(self.gram, axis1=1, axis2=2))
 
     @cached_property
     def _task_min_eigenvalues(self) -> np.ndarray:
@@ -490,10 +514,24 @@ class ArmulProblem:
         return 2 * (np.linalg.norm(weighted_y) + fit + spread) / np.sqrt(eig)
 
 
+def _row_norms(A: np.ndarray) -> np.ndarray:
+    """Each row's 2-norm: ``np.linalg.norm(A, axis=1)``'s own sum and root, without its overhead
+    (the vanilla solves of clustered ARMUL's tree take it thousands of times)."""
+    return np.sqrt(np.add.reduce(A * A, axis=1))
+
+
 def _products(A, Theta) -> np.ndarray:
     """A_j theta_j for every task j: (m, r, d) and (m, d) -> (m, r) (a batched BLAS product,
     about twice as fast as the same einsum)."""
     return (A @ np.asarray(Theta, dtype=float)[:, :, None])[:, :, 0]
+
+
+def _factor_solve(factor, rhs: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve(factor, rhs)``'s one LAPACK call (potrs), without its argument
+    checks: they cost ten times the solve at a task's size, and the tree solves thousands."""
+    c, lower = factor
+    solution, _ = scipy.linalg.lapack.dpotrs(c, rhs, lower=lower)
+    return solution
 
 
 def _cholesky(matrix):

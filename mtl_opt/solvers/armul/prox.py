@@ -72,10 +72,15 @@ class ProxRun:
                          self.lower_bound, self.status, self.log, {**native, "n_iter": self.n_iter})
 
 
+#: The least positive normal float: ``block_soft_threshold``'s floor under a row's norm.
+TINY = float(np.finfo(float).tiny)
+
+
 def block_soft_threshold(V: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """Row-wise prox of tau_j ||v_j||_2: (1 - tau_j / ||v_j||)_+ v_j."""
     norms = np.sqrt(np.add.reduce(V * V, axis=1))   # np.linalg.norm's sum, without its overhead
-    scale = np.maximum(0.0, 1.0 - np.divide(tau, norms, out=np.zeros_like(norms), where=norms > 0))
+    # a zero row stays zero whatever its scale (the floor only keeps 0 / 0 out)
+    scale = np.maximum(0.0, 1.0 - tau / np.maximum(norms, TINY))
     return V * scale[:, None]
 
 

@@ -84,7 +84,7 @@ class GroupSolver:
     is (its tasks, its warm start), the result (a safe bound, the FISTA run)."""
 
     def __init__(self, problem: ArmulProblem, rel_gap: float):
-        self.problem, self.rel_gap = problem, rel_gap
+        self.problem, self.rel_gap = problem.for_subsets(), rel_gap
 
     def work(self, job: tuple, upper: float, deadline) -> tuple[float, prox.ProxRun]:
         tasks, theta0, center0 = job
@@ -119,7 +119,8 @@ class GroupCosts:
         return self.runs[group]
 
     def bound(self, group: int, parent: int = 0) -> float:
-        return self.get(group, parent)[0] if group else 0.0
+        solved = self.runs.get(group)
+        return solved[0] if solved is not None else self.get(group, parent)[0] if group else 0.0
 
     def value(self, group: int) -> float:
         return self.get(group)[1].objective if group else 0.0
@@ -306,13 +307,15 @@ class AssignmentTree:
         is less (its completions are some of the parent's): the parent's suffix bound covers
         order[depth] and the child's does not, so it can be far weaker.  Sorted by their own
         bounds, best first (an order their bounds agree with)."""
-        j, out = self.order[depth], []
+        bit, suffix, out = 1 << self.order[depth], self.suffix[depth + 1], []
         for c in range(min(opened + 1, self.k)):
-            child = groups[:c] + [groups[c] | 1 << j] + groups[c + 1:]
-            child_bounds = bounds[:c] + [self.costs.bound(child[c], groups[c])] + bounds[c + 1:]
-            own = lowered_sum(math.fsum(child_bounds) + self.suffix[depth + 1], self.k + 1)
+            grown = groups[c] | bit
+            child = groups[:c] + [grown] + groups[c + 1:]
+            child_bounds = bounds[:c] + [self.costs.bound(grown, groups[c])] + bounds[c + 1:]
+            own = lowered_sum(math.fsum(child_bounds) + suffix, self.k + 1)
             out.append((own, (depth + 1, child, child_bounds, max(opened, c + 1), max(bound, own))))
-        return [node for _, node in sorted(out, key=lambda pair: pair[0])]
+        out.sort(key=_first)
+        return [node for _, node in out]
 
 
 class Stage:
@@ -374,6 +377,10 @@ def _partitions(items: list, k: int):
             yield partition[:i] + [[first] + partition[i]] + partition[i + 1:]
     for partition in _partitions(rest, k - 1):   # or is a group alone
         yield [[first]] + partition
+
+
+def _first(pair: tuple):
+    return pair[0]
 
 
 def _tasks(group: int) -> list[int]:
