@@ -193,7 +193,7 @@ class ArmulProblem:
     def objective(self, Theta, Gamma) -> float:
         """F(Theta, Gamma) with Gamma of shape (m, d) (one center per task) or (d,)."""
         Theta = np.asarray(Theta, dtype=float)
-        dist = _row_norms(Theta - np.broadcast_to(Gamma, Theta.shape))
+        dist = row_norms(Theta - np.broadcast_to(Gamma, Theta.shape))
         return float(np.sum(self.w * (self.losses(Theta) + self.lam * dist)))
 
     # --- certificate ---------------------------------------------------------------
@@ -298,7 +298,7 @@ class ArmulProblem:
                 step[j, a] = _factor_solve(self._task_factors[j], r[j, a]) / self.n[j]
             projected = s - self.scores(step)
             s = np.where((proven & self._in_domain(projected))[:, None], projected, 0.0)
-        u_norm = _row_norms(self._transposed(s))
+        u_norm = row_norms(self._transposed(s))
         cap = self.w * self.lam
         ratio = np.divide(cap, u_norm, out=np.ones_like(cap), where=u_norm > cap)
         if coupling == "vanilla":
@@ -397,7 +397,7 @@ class ArmulProblem:
         u = self.w[:, None] * (fitted - self.xty)
         beta = _factor_solve(self._pooled_factor, u.sum(axis=0))
         fitted_beta = self.gram @ beta
-        u_norm = _row_norms(u - self.w[:, None] * fitted_beta)
+        u_norm = row_norms(u - self.w[:, None] * fitted_beta)
         cap = self.w * self.lam
         t = min(1.0, float(np.min(np.divide(cap, u_norm, out=np.ones_like(cap),
                                             where=u_norm > cap))))
@@ -407,10 +407,10 @@ class ArmulProblem:
         dual = -float(np.sum(self.w * (t * (linear - self.yy) + t * t / 2 * square)))
         loss = (np.einsum("md,md->m", Theta, fitted) - 2 * np.einsum("md,md->m", Theta, self.xty)
                 + self.yy) / 2
-        penalty = self.w * self.lam * _row_norms(Theta - center)
+        penalty = self.w * self.lam * row_norms(Theta - center)
         primal = float(np.sum(self.w * loss + penalty))
         root_trace = self._root_trace
-        sizes = [(root_trace * _row_norms(v) + np.sqrt(self.yy)) ** 2
+        sizes = [(root_trace * row_norms(v) + np.sqrt(self.yy)) ** 2
                  for v in (Theta, delta)]
         magnitude = float(np.sum(self.w * (sizes[0] + 3 * sizes[1]) + penalty))
         return primal, dual, 8 * rounding_factor(self.mask.shape[1] + 2 * self.d + 8) * magnitude
@@ -430,8 +430,8 @@ class ArmulProblem:
         total = 0.0
         if coupling in ("vanilla", "fixed"):
             cap = self.w * self.lam
-            norm = (_row_norms(u) * (1 + rounding_factor(self.d + 3))
-                    + _row_norms(u_error))
+            norm = (row_norms(u) * (1 + rounding_factor(self.d + 3))
+                    + row_norms(u_error))
             excess = np.maximum(norm - cap, 0.0)
             if np.any(excess > 0):
                 if np.any(cap[excess > 0] <= 0):
@@ -440,7 +440,7 @@ class ArmulProblem:
         if coupling == "fixed":
             return total
         if coupling == "independent":
-            residual = _row_norms(np.abs(u) + u_error)
+            residual = row_norms(np.abs(u) + u_error)
         else:
             residual = np.linalg.norm(np.abs(u.sum(axis=0)) + u_error.sum(axis=0)
                                       + rounding_factor(self.m) * np.abs(u).sum(axis=0))
@@ -514,9 +514,9 @@ class ArmulProblem:
         return 2 * (np.linalg.norm(weighted_y) + fit + spread) / np.sqrt(eig)
 
 
-def _row_norms(A: np.ndarray) -> np.ndarray:
+def row_norms(A: np.ndarray) -> np.ndarray:
     """Each row's 2-norm: ``np.linalg.norm(A, axis=1)``'s own sum and root, without its overhead
-    (the vanilla solves of clustered ARMUL's tree take it thousands of times)."""
+    (the vanilla solves of clustered ARMUL's tree, and their prox steps, take it thousands of times)."""
     return np.sqrt(np.add.reduce(A * A, axis=1))
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...deadline import Deadline
-from ...formulations.armul import ArmulProblem
+from ...formulations.armul import ArmulProblem, row_norms
 from ...result import Status
 from .glm import group_fit, newton_glm, solve_psd, task_fits, task_rows
 from ..method import SolverRun
@@ -78,7 +78,7 @@ TINY = float(np.finfo(float).tiny)
 
 def block_soft_threshold(V: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """Row-wise prox of tau_j ||v_j||_2: (1 - tau_j / ||v_j||)_+ v_j."""
-    norms = np.sqrt(np.add.reduce(V * V, axis=1))   # np.linalg.norm's sum, without its overhead
+    norms = row_norms(V)
     # a zero row stays zero whatever its scale (the floor only keeps 0 / 0 out)
     scale = np.maximum(0.0, 1.0 - tau / np.maximum(norms, TINY))
     return V * scale[:, None]

@@ -314,8 +314,7 @@ class AssignmentTree:
             child_bounds = bounds[:c] + [self.costs.bound(grown, groups[c])] + bounds[c + 1:]
             own = lowered_sum(math.fsum(child_bounds) + suffix, self.k + 1)
             out.append((own, (depth + 1, child, child_bounds, max(opened, c + 1), max(bound, own))))
-        out.sort(key=_first)
-        return [node for _, node in out]
+        return [node for _, node in sorted(out, key=lambda pair: pair[0])]
 
 
 class Stage:
@@ -377,10 +376,6 @@ def _partitions(items: list, k: int):
             yield partition[:i] + [[first] + partition[i]] + partition[i + 1:]
     for partition in _partitions(rest, k - 1):   # or is a group alone
         yield [[first]] + partition
-
-
-def _first(pair: tuple):
-    return pair[0]
 
 
 def _tasks(group: int) -> list[int]:

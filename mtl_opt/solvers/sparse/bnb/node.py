@@ -54,7 +54,8 @@ class NodeBound:
     ``skipped``; called directly, ``bound`` climbs against those set here.
     """
 
-    #: The incumbent's value a climb stops at, and the stages skipped: none (the root's).
+    #: The level a climb stops at (the incumbent's value, less the tree's prune gap), and the
+    #: stages skipped: none (the root's).
     upper, skipped = np.inf, 0
     #: The climbs are compiled without the GIL (``kernels.climb``): the threads feeding local
     #: workers run beside them (``engine.workers.LocalWorkers``).
