@@ -9,8 +9,12 @@ with ``--l0bnb``) solves the penalized problem 1/2 ||y - X b||^2 + l0 ||b||_0 + 
 penalized optimum with k nonzeros is the best of all k-sparse points), so each seed runs L0BnB
 on a grid of l0 until one gives 10 nonzeros and reports that solve's time, at gap_tol 1e-4, and
 the relative difference of the two certified optima (a second solver's check of ours).
+OKRidge (``--okridge``, its own venv: ``pip install "numpy<2" okridge requests``) solves the same
+instances without a box, its lambda2 = n lambda_ridge; the column is its gap on F at the limit
+(issue 60's "without a box" row: OKRidge's lambda2 = 0.1 is ``--lambda-ridge 0.0002``).
 
     python benchmarks/box.py --l0bnb /path/to/l0bnb_venv/bin/python [--seeds 3] [--limit 60]
+    python benchmarks/box.py --okridge /path/to/okridge_venv/bin/python --lambda-ridge 0.0002 --limit 120
 """
 
 from __future__ import annotations
@@ -54,6 +58,31 @@ for path in sys.argv[3:]:
 """ % (GAP, GAP)
 
 
+#: Runs in OKRidge's venv: per instance file, one solve without a box (its BNBTree; 0.1.1 renamed
+#: the ``lower_solve`` it still calls where n < p, hence the alias), its gap on our F.
+OKRIDGE_RUN = """
+import json, sys, time
+import numpy as np
+from okridge.node import Node
+from okridge.tree import BNBTree
+if not hasattr(Node, "lower_solve"):
+    Node.lower_solve = Node.lower_solve_fast
+limit = float(sys.argv[1])
+for path in sys.argv[2:]:
+    data = np.load(path)
+    x, y, lam2 = data["X"], data["y"], float(data["l2"])
+    n = len(y)
+    start = time.perf_counter()
+    _, beta, _, bound, _ = BNBTree(x, y, lambda2=lam2, gap_tol=%g, max_memory_GB=8).solve(
+        %d, gap_tol=%g, time_limit=limit)
+    seconds = time.perf_counter() - start
+    r = y - x @ beta
+    f = (r @ r + lam2 * beta @ beta) / (2 * n)   # our F; its cost is 2n (F - ||y||^2 / 2n)
+    low = (bound + y @ y) / (2 * n)
+    print(json.dumps({"seconds": seconds, "f": f, "gap": (f - low) / f}), flush=True)
+""" % (GAP, K_TRUE, GAP)
+
+
 def instance(seed: int, snr: float, rho: float = 0.4):
     """(X standardized, y centred, the box M = 1.5 max|b_true|)."""
     rng = np.random.default_rng(seed)
@@ -80,14 +109,15 @@ def ours(X, y, lam: float, box: float | None, limit: float) -> dict:
             "gap": result.rel_gap, "f": result.objective, "nodes": result.log[-1]["nodes"]}
 
 
-def l0bnb(python: str, cases, limit: float) -> list:
-    """L0BnB's answer (a dict, or None when it failed) for each (X, y, lambda_ridge, box)."""
+def anchor(python: str, script: str, arguments: list, cases, l2_scale: float) -> list:
+    """A third-party solver's answer (a dict, or None when it failed) for each (X, y,
+    lambda_ridge, box): ``script`` run by ``python`` (its venv) on the instances saved as files,
+    its l2 = l2_scale n lambda_ridge."""
     with tempfile.TemporaryDirectory() as tmp:
         paths = [Path(tmp) / f"{i}.npz" for i in range(len(cases))]
         for path, (X, y, lam, box) in zip(paths, cases):
-            np.savez(path, X=X, y=y, l2=N * lam / 2, m=box)
-        out = subprocess.run([python, "-c", L0BNB_RUN, str(limit), json.dumps(L0_GRID),
-                              *map(str, paths)], capture_output=True, text=True)
+            np.savez(path, X=X, y=y, l2=l2_scale * N * lam, m=box)
+        out = subprocess.run([python, "-c", script, *arguments, *map(str, paths)], capture_output=True, text=True)
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
     return rows + [None] * (len(cases) - len(rows))
 
@@ -95,6 +125,7 @@ def l0bnb(python: str, cases, limit: float) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--l0bnb", help="the python of a venv with l0bnb installed")
+    parser.add_argument("--okridge", help="the python of a venv with okridge installed")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--limit", type=float, default=60.0)
     parser.add_argument("--lambda-ridge", type=float, nargs="+", default=[0.1, 0.001])
@@ -103,26 +134,31 @@ def main(argv=None) -> int:
     print(f"# K = 1, n = {N}, p = {P}, k = {K_TRUE}, AR(1) 0.4, SNR {args.snr:g}, gap {GAP:g}, "
           f"limit {args.limit:g} s; {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}")
-    print("| lambda_ridge | seed | ours, no box | ours, box M | L0BnB, box M (l0) | ours / L0BnB "
-          "| rel. diff. of optima |")
-    print("|---|---|---|---|---|---|---|")
+    print("| lambda_ridge | seed | ours, no box | OKRidge, no box | ours, box M | L0BnB, box M (l0) "
+          "| ours / L0BnB | rel. diff. of optima |")
+    print("|---|---|---|---|---|---|---|---|")
     seeds = [(lam, seed) for lam in args.lambda_ridge for seed in range(args.seeds)]
     cases = [(X, y, lam, box) for lam, seed in seeds for X, y, box in [instance(seed, args.snr)]]
-    anchors = l0bnb(args.l0bnb, cases, args.limit) if args.l0bnb else [None] * len(cases)
-    for (X, y, lam, box), anchor, (_, seed) in zip(cases, anchors, seeds):
+    limit = [str(args.limit)]
+    anchors = (anchor(args.l0bnb, L0BNB_RUN, limit + [json.dumps(L0_GRID)], cases, 0.5) if args.l0bnb
+               else [None] * len(cases))
+    okridge = anchor(args.okridge, OKRIDGE_RUN, limit, cases, 1.0) if args.okridge else [None] * len(cases)
+    for (X, y, lam, box), theirs, free_anchor, (_, seed) in zip(cases, anchors, okridge, seeds):
         free, boxed = ours(X, y, lam, None, args.limit), ours(X, y, lam, box, args.limit)
         cell = lambda r: (f"{r['status']} {r['seconds']:.2f} s, {r['nodes']} nodes"   # noqa: E731
                           + (f", gap {100 * r['gap']:.2f} %" if r["status"] != "optimal" else ""))
-        if anchor is None:
-            theirs = ratio = diff = "not run"
+        if theirs is None:
+            boxed_cell = ratio = diff = "not run"
         else:
-            theirs = (f"{anchor['seconds']:.2f} s, gap {100 * anchor['gap']:.3f} % "
-                      f"(l0 {anchor['l0']:g}, {anchor['nnz']} nonzeros)")
-            ratio = f"{boxed['seconds'] / anchor['seconds']:.1f}"
-            diff = (f"{(boxed['f'] - anchor['f'] / N) / boxed['f']:.1e}"
-                    if anchor["nnz"] == K_TRUE else "l0 gave fewer nonzeros")
-        print(f"| {lam:g} | {seed} | {cell(free)} | {cell(boxed)} | {theirs} | {ratio} | {diff} |",
-              flush=True)
+            boxed_cell = (f"{theirs['seconds']:.2f} s, gap {100 * theirs['gap']:.3f} % "
+                          f"(l0 {theirs['l0']:g}, {theirs['nnz']} nonzeros)")
+            ratio = f"{boxed['seconds'] / theirs['seconds']:.1f}"
+            diff = (f"{(boxed['f'] - theirs['f'] / N) / boxed['f']:.1e}"
+                    if theirs["nnz"] == K_TRUE else "l0 gave fewer nonzeros")
+        free_cell = ("not run" if free_anchor is None else
+                     f"{free_anchor['seconds']:.2f} s, gap {100 * free_anchor['gap']:.2f} %")
+        print(f"| {lam:g} | {seed} | {cell(free)} | {free_cell} | {cell(boxed)} | {boxed_cell} | {ratio} "
+              f"| {diff} |", flush=True)
     return 0
 
 
