@@ -322,58 +322,77 @@ class ArmulProblem:
                 np.abs(centers) * abs_u))
         return value - violation
 
-    def rank_floor(self, k: int) -> float:
+    def rank_floor(self, k: int, theta: np.ndarray, centers: np.ndarray, deadline=None) -> float:
         """A proven lower bound on what Gamma's rank <= k adds to the independent-tasks minimum
         sum_j w_j min f_j, for the squared loss (0 for the logistic one): DESIGN.md, claim 6.
 
-        Task j costs at least w_j f_j* + rho_j(dist(theta_j*, U)), U the k-dimensional span of
-        Gamma, rho_j the Huber function of its curvature mu_j and penalty (``_huber_slopes``);
-        on [0, ||theta_j*||^2] rho_j(sqrt(s)) is concave and lies above its chord a_j s, and
-        sum_j a_j dist(theta_j*, U)^2 >= sum over i > k of sigma_i(Theta* diag(sqrt(a)))^2
-        (Eckart-Young), whatever U.  Over the tasks whose own minimizer is unique (a Gram matrix
-        positive definite on every column, by its safe smallest eigenvalue), at computed
-        minimizers theta_j within a proven delta_j of theta_j* (each costs w_j lambda_j
-        delta_j: rho_j is that Lipschitz); every rounding is bounded and the result lowered."""
+        Whatever the centers' span (Q its projector, of rank k), any u_j with ||u_j|| <= lambda_j
+        makes task j pay at least w_j [-u_j'(I - Q) theta_j* - ||(I - Q) u_j||^2_(G_j^-1) / 2]
+        (its cost's dual), which is at least c(u) + tr(Q A(u)); the least over Q is c(u) plus the
+        sum of A(u)'s k smallest eigenvalues (Ky Fan).  u starts at the incumbent's dual point
+        (``theta``, ``centers``) and climbs ``FLOOR_STEPS`` projected gradient steps (until the
+        ``deadline``); the best u is scored safely (``_scored_floor``).  Over the tasks whose own
+        minimizer is unique (a Gram matrix positive definite, by its safe smallest eigenvalue)."""
         tasks = np.flatnonzero(self._provable_tasks & self.active.all(axis=1))
         if self.loss != "squared" or len(tasks) <= k or k >= self.d:
             return 0.0
-        theta = np.array([_factor_solve(self._task_factors[j], self.xty[j]) for j in tasks])
+        star, delta = self._own_minimizers(tasks)
+        inverse = np.array([_factor_solve(self._task_factors[j], np.eye(self.d)) for j in tasks])
         mu, w, lam = self._task_min_eigenvalues[tasks], self.w[tasks], self.lam[tasks]
-        # delta_j >= ||theta_j - theta_j*|| = ||G_j^-1 X_j^T (X_j theta_j - y_j)|| / n_j, the
-        # gradient's rounding bounded (the residual's, then the product's)
+        span = np.linalg.svd(np.asarray(centers, dtype=float)[tasks].T, full_matrices=False)[0][:, :k]
+        u = _products(self.gram[tasks], np.asarray(theta, dtype=float)[tasks] - star)
+        u = _in_balls(u - (u @ span) @ span.T, lam)
+        value, gradient = _floor_value(u, star, inverse, mu, w, k)
+        step = 0.1 * lam.max() / max(row_norms(gradient).max(), 1e-300)
+        for _ in range(FLOOR_STEPS):
+            if deadline is not None and deadline.expired():
+                break
+            trial = _in_balls(u + step * gradient, lam)
+            trial_value, trial_gradient = _floor_value(trial, star, inverse, mu, w, k)
+            if trial_value >= value:
+                u, value, gradient, step = trial, trial_value, trial_gradient, 1.2 * step
+            else:
+                step /= 2
+        return self._scored_floor(tasks, u, star, delta, k)
+
+    def _own_minimizers(self, tasks) -> tuple[np.ndarray, np.ndarray]:
+        """(computed minimizers theta~_j of the tasks' own losses, delta_j >= ||theta~_j - theta_j*||).
+
+        delta_j = ||G_j^-1 X_j^T (X_j theta~_j - y_j)|| / n_j, the gradient's rounding bounded (the
+        residual's, then the product's), divided by the safe smallest eigenvalue."""
+        theta = np.array([_factor_solve(self._task_factors[j], self.xty[j]) for j in tasks])
         Xt, yt = self.X[tasks], self.y[tasks]   # padded rows are zero
         residual = np.einsum("jid,jd->ji", Xt, theta) - yt
         gradient = np.einsum("jid,ji->jd", Xt, residual)
         size = np.abs(residual) + np.einsum("jid,jd->ji", np.abs(Xt), np.abs(theta)) + np.abs(yt)
         error = rounding_factor(Xt.shape[1] + self.d + 2) * np.einsum("jid,ji->jd", np.abs(Xt), size)
         norm = (np.linalg.norm(gradient, axis=1) + np.linalg.norm(error, axis=1)) / self.n[tasks]
-        delta = norm * (1 + rounding_factor(self.d + 4)) / mu
-        cap = np.einsum("jd,jd->j", theta, theta) * (1 + rounding_factor(self.d + 1))
-        root = np.sqrt(self._huber_slopes(cap, mu, w, lam)) * (1 - 2 * EPS)   # <= sqrt(a_j)
-        M = theta.T * root
-        size = M.size
-        frobenius = np.sqrt(np.sum(M * M) * (1 - rounding_factor(size + 1))) * (1 - 2 * EPS)
-        sigma = np.linalg.svd(M, compute_uv=False)
-        # LAPACK's singular values are exact for M~ + E, ||E|| <= p eps ||M~||, and M~ is within
-        # eps ||M~|| of the exact M = theta diag(root): each sigma_i(M) is below sigma~_i + slack
-        slack = (size + 2 * sum(M.shape)) * EPS * np.sqrt(np.sum(M * M)) * (1 + rounding_factor(size + 1))
-        top = float(np.sum((sigma[:k] + slack) ** 2)) * (1 + rounding_factor(2 * k + 2))
-        spent = float(np.sum(w * lam * delta)) * (1 + rounding_factor(3 * len(tasks) + 2))
-        floor = frobenius ** 2 * (1 - 2 * EPS) - top - spent
-        return max(0.0, floor * (1 - 2 * EPS))
+        return theta, norm * (1 + rounding_factor(self.d + 4)) / self._task_min_eigenvalues[tasks]
 
-    @staticmethod
-    def _huber_slopes(cap, mu, w, lam) -> np.ndarray:
-        """a_j = rho_j(sqrt(c_j)) / c_j, lowered: the chord of s -> rho_j(sqrt(s)) on [0, c_j], where
-        rho_j(r) = min over 0 <= t <= r of w_j (mu_j t^2 / 2 + lambda_j (r - t)): w_j mu_j r^2 / 2
-        up to r = lambda_j / mu_j, then w_j (lambda_j r - lambda_j^2 / (2 mu_j)).  Both branches
-        are products and quotients of positive numbers and one difference that keeps at least
-        half its first term (mu r > lambda), so a few eps relative cover their rounding."""
-        r = np.sqrt(cap)
-        quadratic = mu * r <= lam
-        linear = w * (lam * r - lam * lam / (2 * mu)) / np.where(cap > 0, cap, 1.0)
-        slopes = np.where(quadratic, w * mu / 2, linear)
-        return np.where(cap > 0, slopes, 0.0) * (1 - rounding_factor(16))
+    def _scored_floor(self, tasks, u, star, delta, k: int) -> float:
+        """c(u) + the k smallest eigenvalues of A(u) (``_floor_value``), lowered below the exact
+        value at the exact minimizers (claim 6, "Floating point"): G_j^-1 u_j is a solve a_j within
+        e_j = ||u_j - G_j a_j|| / mu_j, the computed minimizers within delta_j, c's and A's sums
+        within gamma terms, LAPACK's eigenvalues within a multiple of d eps ||A||_F."""
+        d, X, n = self.d, self.X[tasks], self.n[tasks]
+        mu, w, lam = self._task_min_eigenvalues[tasks], self.w[tasks], self.lam[tasks]
+        a = np.array([_factor_solve(self._task_factors[j], u_j) for j, u_j in zip(tasks, u)])
+        Xa = np.einsum("jid,jd->ji", X, a)
+        residual = u - np.einsum("jid,ji->jd", X, Xa) / n[:, None]
+        size = np.abs(u) + np.einsum("jid,ji->jd", np.abs(X), np.einsum("jid,jd->ji", np.abs(X), np.abs(a))) / n[:, None]
+        error = rounding_factor(X.shape[1] + d + 3) * size
+        e = (row_norms(residual) + row_norms(error)) * (1 + rounding_factor(d + 4)) / mu
+        value, _, A = _floor_value(u, star, a, mu, w, k, with_matrix=True)
+        wu, wa, wq = w[:, None] * np.abs(u), w[:, None] * np.abs(a), (w / (2 * mu))[:, None] * np.abs(u)
+        c_error = rounding_factor(2 * d + len(tasks) + 4) * float(np.sum(wu * np.abs(star)) + np.sum(wa * np.abs(u)) / 2)
+        cross = wu.T @ np.abs(star) + wa.T @ np.abs(u)
+        entries = rounding_factor(len(tasks) + 6) * ((cross + cross.T) / 2 + wq.T @ np.abs(u))
+        frobenius = np.sqrt(np.sum(A * A))
+        eigen = (d * d + 2 * d) * EPS * frobenius + np.sqrt(np.sum(entries * entries))
+        spent = float(np.sum(w * lam * (delta + 1.5 * e)))
+        floor = value - c_error - k * eigen * (1 + rounding_factor(d + 4)) - spent * (1 + rounding_factor(3 * len(tasks)))
+        slack = rounding_factor(k + 10) * (abs(value) + c_error + k * eigen + spent)
+        return max(0.0, floor - slack)
 
     def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
         """F(Theta, center), the dual value ``dual_bound`` finds (vanilla, before its safety
@@ -518,6 +537,42 @@ def row_norms(A: np.ndarray) -> np.ndarray:
     """Each row's 2-norm: ``np.linalg.norm(A, axis=1)``'s own sum and root, without its overhead
     (the vanilla solves of clustered ARMUL's tree, and their prox steps, take it thousands of times)."""
     return np.sqrt(np.add.reduce(A * A, axis=1))
+
+
+#: Projected gradient steps of the rank floor's dual climb (``ArmulProblem.rank_floor``): on ARMUL's
+#: simulation it settles within 50-100 (BENCHMARKS.md, "Low-rank ARMUL's bound"), each one
+#: eigendecomposition of a d x d matrix.
+FLOOR_STEPS = 100
+
+
+def _in_balls(u: np.ndarray, radius: np.ndarray) -> np.ndarray:
+    """Each row of u scaled into the ball of its radius, a little inside, so that the exact norm of
+    the float row stays within it (the norm's and the scaling's rounding)."""
+    norms = row_norms(u)
+    scale = np.minimum(1.0, radius * (1 - rounding_factor(2 * u.shape[1] + 8)) / np.maximum(norms, 1e-300))
+    return u * scale[:, None]
+
+
+def _floor_value(u, star, inverse, mu, w, k: int, with_matrix: bool = False):
+    """c(u) + the k smallest eigenvalues of A(u) and its gradient in u (claim 6):
+    c = sum_j w_j (-u_j'theta_j* - u_j'G_j^-1 u_j / 2),
+    A = sum_j w_j [sym(u_j theta_j*') + sym(G_j^-1 u_j u_j') - u_j u_j' / (2 mu_j)].
+    ``inverse``: the G_j^-1 (m, d, d), or the solves a_j = G_j^-1 u_j (m, d); with ``with_matrix``,
+    (value, None, A) and no gradient."""
+    a = inverse if inverse.ndim == 2 else _products(inverse, u)
+    wu = w[:, None] * u
+    c = -float(np.sum(wu * star) + np.sum(wu * a) / 2)
+    cross = wu.T @ star + (w[:, None] * a).T @ u
+    A = (cross + cross.T) / 2 - ((w / (2 * mu))[:, None] * u).T @ u
+    eigenvalues, vectors = np.linalg.eigh(A)
+    value = c + float(np.sum(eigenvalues[:k]))
+    if with_matrix:
+        return value, None, A
+    V = vectors[:, :k]
+    Q = V @ V.T
+    Qu = u @ Q
+    gradient = w[:, None] * (-star - a + star @ Q + a @ Q + _products(inverse, Qu) - Qu / mu[:, None])
+    return value, gradient
 
 
 def _products(A, Theta) -> np.ndarray:

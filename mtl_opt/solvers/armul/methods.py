@@ -76,7 +76,8 @@ def _subspace(problem: StructuredProblem, incumbent, anchors, options: SolveOpti
                              deadline=deadline)
     at = run.theta if sub.loss == "squared" else glm.task_fits(sub, sub.active)
     independent = sub.dual_bound(at, "independent") or 0.0   # None: the losses' own floor, 0
-    return replace(run, lower_bound=lowered_sum(independent + sub.rank_floor(problem.n_components), 2))
+    floor = sub.rank_floor(problem.n_components, run.theta, run.centers, deadline)
+    return replace(run, lower_bound=lowered_sum(independent + floor, 2))
 
 
 def _vanilla_exact(problem: StructuredProblem, incumbent, options: SolveOptions, deadline: Deadline,
