@@ -382,16 +382,17 @@ class ArmulProblem:
         size = np.abs(u) + np.einsum("jid,ji->jd", np.abs(X), np.einsum("jid,jd->ji", np.abs(X), np.abs(a))) / n[:, None]
         error = rounding_factor(X.shape[1] + d + 3) * size
         e = (row_norms(residual) + row_norms(error)) * (1 + rounding_factor(d + 4)) / mu
-        value, _, A = _floor_value(u, star, a, mu, w, k, with_matrix=True)
+        c, smallest, A = _floor_value(u, star, a, mu, w, k, with_matrix=True)
+        value = c + float(np.sum(smallest))
         wu, wa, wq = w[:, None] * np.abs(u), w[:, None] * np.abs(a), (w / (2 * mu))[:, None] * np.abs(u)
-        c_error = rounding_factor(2 * d + len(tasks) + 4) * float(np.sum(wu * np.abs(star)) + np.sum(wa * np.abs(u)) / 2)
+        c_error = rounding_factor(len(tasks) * d + 4) * float(np.sum(wu * np.abs(star)) + np.sum(wa * np.abs(u)) / 2)
         cross = wu.T @ np.abs(star) + wa.T @ np.abs(u)
         entries = rounding_factor(len(tasks) + 6) * ((cross + cross.T) / 2 + wq.T @ np.abs(u))
         frobenius = np.sqrt(np.sum(A * A))
         eigen = (d * d + 2 * d) * EPS * frobenius + np.sqrt(np.sum(entries * entries))
         spent = float(np.sum(w * lam * (delta + 1.5 * e)))
         floor = value - c_error - k * eigen * (1 + rounding_factor(d + 4)) - spent * (1 + rounding_factor(3 * len(tasks)))
-        slack = rounding_factor(k + 10) * (abs(value) + c_error + k * eigen + spent)
+        slack = rounding_factor(k + 10) * (abs(c) + float(np.sum(np.abs(smallest))) + c_error + k * eigen + spent)
         return max(0.0, floor - slack)
 
     def gap_estimate(self, Theta, center) -> tuple[float, float, float] | None:
@@ -558,16 +559,16 @@ def _floor_value(u, star, inverse, mu, w, k: int, with_matrix: bool = False):
     c = sum_j w_j (-u_j'theta_j* - u_j'G_j^-1 u_j / 2),
     A = sum_j w_j [sym(u_j theta_j*') + sym(G_j^-1 u_j u_j') - u_j u_j' / (2 mu_j)].
     ``inverse``: the G_j^-1 (m, d, d), or the solves a_j = G_j^-1 u_j (m, d); with ``with_matrix``,
-    (value, None, A) and no gradient."""
+    (c, the k smallest eigenvalues, A) and no gradient."""
     a = inverse if inverse.ndim == 2 else _products(inverse, u)
     wu = w[:, None] * u
     c = -float(np.sum(wu * star) + np.sum(wu * a) / 2)
     cross = wu.T @ star + (w[:, None] * a).T @ u
     A = (cross + cross.T) / 2 - ((w / (2 * mu))[:, None] * u).T @ u
     eigenvalues, vectors = np.linalg.eigh(A)
-    value = c + float(np.sum(eigenvalues[:k]))
     if with_matrix:
-        return value, None, A
+        return c, eigenvalues[:k], A
+    value = c + float(np.sum(eigenvalues[:k]))
     V = vectors[:, :k]
     Q = V @ V.T
     Qu = u @ Q
