@@ -342,13 +342,13 @@ class ArmulProblem:
         span = np.linalg.svd(np.asarray(centers, dtype=float)[tasks].T, full_matrices=False)[0][:, :k]
         u = _products(self.gram[tasks], np.asarray(theta, dtype=float)[tasks] - star)
         u = _in_balls(u - (u @ span) @ span.T, lam)
-        value, gradient = _floor_value(u, star, inverse, mu, w, k)
+        value, gradient = _climbed_value(u, star, inverse, mu, w, k)
         step = 0.1 * lam.max() / max(row_norms(gradient).max(), 1e-300)
         for _ in range(FLOOR_STEPS):
             if deadline is not None and deadline.expired():
                 break
             trial = _in_balls(u + step * gradient, lam)
-            trial_value, trial_gradient = _floor_value(trial, star, inverse, mu, w, k)
+            trial_value, trial_gradient = _climbed_value(trial, star, inverse, mu, w, k)
             if trial_value >= value:
                 u, value, gradient, step = trial, trial_value, trial_gradient, 1.2 * step
             else:
@@ -370,7 +370,7 @@ class ArmulProblem:
         return theta, norm * (1 + rounding_factor(self.d + 4)) / self._task_min_eigenvalues[tasks]
 
     def _scored_floor(self, tasks, u, star, delta, k: int) -> float:
-        """c(u) + the k smallest eigenvalues of A(u) (``_floor_value``), lowered below the exact
+        """c(u) + the k smallest eigenvalues of A(u) (``_floor_terms``), lowered below the exact
         value at the exact minimizers (claim 6, "Floating point"): G_j^-1 u_j is a solve a_j within
         e_j = ||u_j - G_j a_j|| / mu_j, the computed minimizers within delta_j, c's and A's sums
         within gamma terms, LAPACK's eigenvalues within a multiple of d eps ||A||_F."""
@@ -382,7 +382,8 @@ class ArmulProblem:
         size = np.abs(u) + np.einsum("jid,ji->jd", np.abs(X), np.einsum("jid,jd->ji", np.abs(X), np.abs(a))) / n[:, None]
         error = rounding_factor(X.shape[1] + d + 3) * size
         e = (row_norms(residual) + row_norms(error)) * (1 + rounding_factor(d + 4)) / mu
-        c, smallest, A = _floor_value(u, star, a, mu, w, k, with_matrix=True)
+        c, A = _floor_terms(u, star, a, mu, w)
+        smallest = np.linalg.eigvalsh(A)[:k]
         value = c + float(np.sum(smallest))
         wu, wa, wq = w[:, None] * np.abs(u), w[:, None] * np.abs(a), (w / (2 * mu))[:, None] * np.abs(u)
         c_error = rounding_factor(len(tasks) * d + 4) * float(np.sum(wu * np.abs(star)) + np.sum(wa * np.abs(u)) / 2)
@@ -554,26 +555,27 @@ def _in_balls(u: np.ndarray, radius: np.ndarray) -> np.ndarray:
     return u * scale[:, None]
 
 
-def _floor_value(u, star, inverse, mu, w, k: int, with_matrix: bool = False):
-    """c(u) + the k smallest eigenvalues of A(u) and its gradient in u (claim 6):
-    c = sum_j w_j (-u_j'theta_j* - u_j'G_j^-1 u_j / 2),
-    A = sum_j w_j [sym(u_j theta_j*') + sym(G_j^-1 u_j u_j') - u_j u_j' / (2 mu_j)].
-    ``inverse``: the G_j^-1 (m, d, d), or the solves a_j = G_j^-1 u_j (m, d); with ``with_matrix``,
-    (c, the k smallest eigenvalues, A) and no gradient."""
-    a = inverse if inverse.ndim == 2 else _products(inverse, u)
+def _floor_terms(u, star, a, mu, w) -> tuple[float, np.ndarray]:
+    """(c(u), A(u)) of claim 6, from the solves a_j = G_j^-1 u_j:
+    c = sum_j w_j (-u_j'theta_j* - u_j'a_j / 2),
+    A = sum_j w_j [sym(u_j theta_j*') + sym(a_j u_j') - u_j u_j' / (2 mu_j)]."""
     wu = w[:, None] * u
     c = -float(np.sum(wu * star) + np.sum(wu * a) / 2)
     cross = wu.T @ star + (w[:, None] * a).T @ u
-    A = (cross + cross.T) / 2 - ((w / (2 * mu))[:, None] * u).T @ u
+    return c, (cross + cross.T) / 2 - ((w / (2 * mu))[:, None] * u).T @ u
+
+
+def _climbed_value(u, star, inverse, mu, w, k: int):
+    """What the rank floor's climb maximizes, c(u) + the k smallest eigenvalues of A(u), and its
+    gradient in u (``inverse``: the G_j^-1, so a step costs one batched product)."""
+    a = _products(inverse, u)
+    c, A = _floor_terms(u, star, a, mu, w)
     eigenvalues, vectors = np.linalg.eigh(A)
-    if with_matrix:
-        return c, eigenvalues[:k], A
-    value = c + float(np.sum(eigenvalues[:k]))
     V = vectors[:, :k]
     Q = V @ V.T
     Qu = u @ Q
     gradient = w[:, None] * (-star - a + star @ Q + a @ Q + _products(inverse, Qu) - Qu / mu[:, None])
-    return value, gradient
+    return c + float(np.sum(eigenvalues[:k])), gradient
 
 
 def _products(A, Theta) -> np.ndarray:
