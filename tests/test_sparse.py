@@ -1,6 +1,7 @@
 """Sparse multi-task best subset: objective, refits, swap gains, and BCD quality vs brute force."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -341,6 +342,20 @@ def test_gram_columns_and_correlations_match_plain_sums(seed):
         plain = [sum(X[i, a] * y[i] for i in range(n)) / n for a in range(9)]
         assert np.allclose(problem.correlations[k], plain, rtol=1e-12, atol=1e-14)
     assert np.array_equal(problem.with_params(lambda_ridge=0.5).correlations, problem.correlations)
+
+
+@pytest.mark.parametrize("shape", [(12, 9), (6, 9), (40, 3)])
+def test_lipschitz_matches_the_largest_singular_value(shape):
+    """IHT's step: ``lipschitz`` against the largest singular value of each X_k over its allowed
+    columns (an SVD, not the Gram's eigenvalues), tall and wide, one column excluded."""
+    n, p = shape
+    problem, rng = random_problem("l0l2", 1, K=2, p=p, n=n)
+    excluded = np.zeros((2, p), bool)
+    excluded[1, 0] = True
+    problem = replace(problem, excluded=excluded)
+    top = max(np.linalg.svd(X[:, ~ex], compute_uv=False)[0] ** 2 / n
+              for X, ex in zip(problem.Xs, excluded))
+    assert problem.lipschitz == pytest.approx(top + problem.lambda_ridge, rel=1e-12)
 
 
 def test_gram_column_cache_stays_under_its_cap(monkeypatch):
