@@ -1,10 +1,12 @@
-"""A package's names loaded on first use (PEP 562), so a process imports only the modules it uses
-(the CLI's ``--help`` no numpy, a MOLAR fit no numba)."""
+"""Names and modules loaded on first use, so a process imports only the modules it uses (the CLI's
+``--help`` no numpy, a MOLAR fit no numba, a fit that builds no model no Pyomo)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+import types
+from typing import TYPE_CHECKING
 
 
 def lazy_names(package: str, home: dict[str, str]):
@@ -18,3 +20,22 @@ def lazy_names(package: str, home: dict[str, str]):
     def __dir__():
         return sorted(set(vars(sys.modules[package])) | set(home))
     return __getattr__, __dir__
+
+
+class LazyModule(types.ModuleType):
+    """The module ``name``, imported at the first attribute asked of it (each attribute then kept
+    here)."""
+
+    def __getattr__(self, attr):
+        value = getattr(importlib.import_module(self.__name__), attr)
+        setattr(self, attr, value)
+        return value
+
+
+# Pyomo for the modules that build or read models: importing it costs 0.3-0.5 s (with the scipy
+# modules its import hooks load), more than a whole fit by bcd, FISTA or a weighted median, which
+# build none.  Type checkers see the module itself.
+if TYPE_CHECKING:
+    import pyomo.environ as pyo
+else:
+    pyo = LazyModule("pyomo.environ")

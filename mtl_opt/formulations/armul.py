@@ -42,10 +42,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import pyomo.environ as pyo
 import scipy.linalg
 from scipy.special import expit, xlogy
 
+from .._lazy import pyo
 from ..errors import InvalidDataError, InvalidParameterError
 from ..rounding import EPS, rounding_factor, safe_min_eigenvalue
 

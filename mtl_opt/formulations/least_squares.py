@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyomo.environ as pyo
 import scipy.linalg
 
+from .._lazy import pyo
 from ..errors import InvalidDataError
 from ..rounding import EPS, rounding_factor, safe_min_eigenvalue
 

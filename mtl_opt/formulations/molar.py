@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import math
 import numpy as np
-import pyomo.environ as pyo
 
+from .._lazy import pyo
 from ..errors import InvalidDataError, InvalidParameterError
 from ..reductions import Frame
 from ..rounding import gamma

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pyomo.environ as pyo
 
+from .._lazy import pyo
 from ..deadline import Deadline
 from .constraints import SideConstraints
 from .sparse import SparseProblem

@@ -31,8 +31,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-import pyomo.environ as pyo
 
+from .._lazy import pyo
 from ..errors import CapabilityError, InvalidParameterError
 from ..formulations.sparse_models import dual_bound_margin
 from ..reductions import Inverse

@@ -35,11 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import pyomo.environ as pyo  # importing it registers the contrib solvers
-from pyomo.common.timing import HierarchicalTimer
-from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.contrib.solver.common.results import SolutionStatus
-
+from mtl_opt._lazy import pyo
 from mtl_opt.errors import (
     CapabilityError,
     InvalidParameterError,
@@ -214,7 +210,7 @@ class Backend(abc.ABC):
     def _queried(cls) -> Any:
         """One Pyomo solver per adapter, kept for availability and version queries (Pyomo's Gurobi
         interfaces count their instances and warn when one that never solved is collected)."""
-        return SolverFactory(cls.pyomo_name)
+        return pyomo_solver(cls.pyomo_name)
 
     def check(self, capability: str) -> None:
         """Raise CapabilityError, naming who can, if ``capability`` is not supported."""
@@ -297,7 +293,7 @@ class Backend(abc.ABC):
                   self._releasing_gil(progress is not None), ticking(progress)):
                 results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                        raise_exception_on_nonoptimal_result=False,
-                                       solver_options=options, timer=_OnOptimize(on_optimize))
+                                       solver_options=options, timer=_on_optimize()(on_optimize))
         except DeadlineReached:
             self._session = None  # a translation cut short leaves a persistent solver out of step
             return BackendResult(
@@ -316,8 +312,7 @@ class Backend(abc.ABC):
         native_status, native_gap = self._native_status(solver._solver_model)
         note_interrupt(native_status)
         status = self.status_of(native_status)
-        has_solution = results.solution_status in (SolutionStatus.feasible,
-                                                   SolutionStatus.optimal)
+        has_solution = results.solution_status.name in ("feasible", "optimal")
         if has_solution:
             results.solution_loader.load_vars()
         return BackendResult(
@@ -336,7 +331,7 @@ class Backend(abc.ABC):
         """A fresh Pyomo solver, or with ``persistent`` the one that last solved ``model``."""
         if persistent and self._session is not None and self._session[0] is model:
             return self._session[1]
-        solver = SolverFactory(self.pyomo_name)
+        solver = pyomo_solver(self.pyomo_name)
         if persistent:
             self._session = (model, solver)
         return solver
@@ -524,22 +519,35 @@ def ticking(progress: Callable | None):
         thread.join()
 
 
-class _OnOptimize(HierarchicalTimer):
-    """Pyomo's timer, calling ``hook`` when the solve itself starts.
+def pyomo_solver(name: str) -> Any:
+    """A new Pyomo contrib solver ``name``.  Pyomo is imported here, not when this module is (see
+    ``mtl_opt._lazy``), pyomo.environ first: importing it registers the contrib solvers."""
+    pyo.Block   # noqa: B018 (the import of pyomo.environ)
+    from pyomo.contrib.solver.common.factory import SolverFactory
+    return SolverFactory(name)
+
+
+@functools.cache
+def _on_optimize() -> type:
+    """Pyomo's timer with a ``hook`` called when the solve itself starts (a class made at the first
+    solve, when Pyomo is imported).
 
     Both Pyomo adapters start the "optimize" timer after translating the model
     and applying the options, right before the native solve: the hook sets
     the native time limit to what is left then, or raises DeadlineReached.
     """
+    from pyomo.common.timing import HierarchicalTimer
 
-    def __init__(self, hook):
-        super().__init__()
-        self.hook = hook
+    class OnOptimize(HierarchicalTimer):
+        def __init__(self, hook):
+            super().__init__()
+            self.hook = hook
 
-    def start(self, identifier):
-        if identifier == "optimize":
-            self.hook()
-        super().start(identifier)
+        def start(self, identifier):
+            if identifier == "optimize":
+                self.hook()
+            super().start(identifier)
+    return OnOptimize
 
 
 def note_interrupt(native_status: str) -> None:

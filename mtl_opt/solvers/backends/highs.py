@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import pyomo.environ as pyo
 
+from mtl_opt._lazy import pyo
 from mtl_opt import interrupts
 
 from mtl_opt.solvers.backends.base import LP, MILP, QP, Backend, _finite, _patched, native_streams

@@ -9,17 +9,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import pyomo.environ as pyo
-from pyomo.common.timing import HierarchicalTimer
-from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.repn import generate_standard_repn
 
+from mtl_opt._lazy import pyo
 from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline
 from mtl_opt.errors import SolverError
 from mtl_opt.resources import physical_memory
 from mtl_opt.solvers.backends.base import (
-    LAZY_CUTS, LP, MILP, MIQCP, MIQP, NLP, QCP, QP, Backend, _patched, native_streams,
+    LAZY_CUTS, LP, MILP, MIQCP, MIQP, NLP, QCP, QP, Backend, _patched, native_streams, pyomo_solver,
 )
 from mtl_opt.result import Status
 from mtl_opt.solvers.options import SolveOptions
@@ -158,7 +155,8 @@ class ScipBackend(Backend):
         """``model`` as a pyscipopt Model, translated as ``solve`` translates it (Pyomo's
         ``scip_direct``), and the map from ``model``'s variables to the Model's."""
         self._require_available()
-        solver = SolverFactory(self.pyomo_name)
+        from pyomo.common.timing import HierarchicalTimer
+        solver = pyomo_solver(self.pyomo_name)
         scip, _, _ = solver._create_solver_model(model, solver.config(value={"timer": HierarchicalTimer()}))
         return scip, solver._pyomo_var_to_solver_var_map
 
@@ -256,6 +254,7 @@ def _row_scale(con: Any, scip_coefs: Mapping[str, float], var_map: Mapping) -> f
     while Pyomo keeps ``2 - x - y <= 0``; the dual with respect to Pyomo's
     form is t times SCIP's.
     """
+    from pyomo.repn import generate_standard_repn
     repn = generate_standard_repn(con.body, compute_values=True)
     for var, coef in zip(repn.linear_vars, repn.linear_coefs):
         if coef:

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 import numpy as np
-import pyomo.environ as pyo
 
+from ..._lazy import pyo
 from ...errors import InvalidParameterError, SolverError
 from ...formulations.sparse import SparseProblem
 from ...formulations.sparse_models import (Cut, add_cut, build_feasibility, build_master, build_miqp,

@@ -23,8 +23,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import pyomo.environ as pyo
 
+from ..._lazy import pyo
 from ...errors import SolverError
 from ...formulations.sparse import SparseProblem, zbar_penalty
 from ...formulations.sparse_models import Cut, dual_bound_margin, perspective_cut
