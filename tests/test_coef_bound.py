@@ -49,15 +49,17 @@ def _boxed_optimum(X, y, task, s, ridge, M):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("per_feature", [False, True])
-def test_the_box_is_certified_against_a_boxed_brute_force(seed, per_feature):
+@pytest.mark.parametrize("algorithm, runs", [("exact", "bnb"), ("miqp", "miqp")])
+def test_the_box_is_certified_against_a_boxed_brute_force(seed, per_feature, algorithm, runs):
+    """``exact`` runs bnb here (n_k > p, where OA would come first, refuses the box)."""
     X, y, task = _data(seed)
     M = np.array([0.5, 0.8, 2.0, 2.0, 2.0]) if per_feature else np.full(5, 0.5)
-    est = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.05, standardize=False, algorithm="exact",
+    est = SparseMTL(variant="l0l2", s=2, lambda_ridge=0.05, standardize=False, algorithm=algorithm,
                     coef_bound=M.tolist() if per_feature else 0.5,
                     solve_options=SolveOptions(time_limit=60))
     result = est.fit(X, y, task=task).result_
     best = _boxed_optimum(X, y, task, 2, 0.05, M)
-    assert result.status == "optimal" and result.algorithm == "miqp"
+    assert result.status == "optimal" and result.algorithm == runs
     assert result.lower_bound <= best * (1 + 1e-9)
     assert abs(result.objective - best) <= 1e-6 * best
     assert np.all(np.abs(result.coef) <= M + 1e-9)

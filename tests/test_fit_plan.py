@@ -46,7 +46,7 @@ def traced(monkeypatch):
 
 @pytest.mark.parametrize("extra, candidates", [
     ("", ["oa_single_tree"]),                # n_k > p: the curved regime's first candidate takes it
-    ("coef_bound = 5.0\n", ["oa_single_tree", "oa_multi_tree", "miqp"]),   # OA refuses a box
+    ("coef_bound = 5.0\n", ["oa_single_tree", "oa_multi_tree", "bnb"]),   # OA refuses a box
 ])
 def test_a_cli_solve_builds_resolves_and_refuses_once(tmp_path, traced, extra, candidates):
     path = tmp_path / "tiny.toml"
