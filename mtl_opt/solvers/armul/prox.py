@@ -229,7 +229,7 @@ def weighted_low_rank(theta: np.ndarray, weights: np.ndarray, k: int):
 #: The sine of the largest principal angle between the two starts' spans below which
 #: ``lowrank_armul`` runs the first alone: on ARMUL's low-rank simulation (standardized tasks)
 #: they are 0.004-0.012 apart and ended on the same objectives; where the curvature start helped
-#: on the random cases above, 0.12-0.99.
+#: on the random cases of ``lowrank_armul``'s docstring, 0.12-0.99.
 SECOND_START_ANGLE = 0.1
 
 
@@ -243,9 +243,10 @@ def lowrank_armul(problem: ArmulProblem, k: int, anchors: np.ndarray, *, rel_gap
     The starts weigh the tasks' anchors equally, and by what moving each task's coefficients
     costs, w_j times its loss's curvature (``smoothness``): with equal weights, tasks whose
     features are on a small scale (large coefficients, little curvature) choose the span, and the
-    search can stay near it.  On 112 random 2-D rank-1 cases (tasks' features up to 1e6 apart in
-    scale) each start alone ended worse than the other on 10-15 of them, by up to 5.2x.  The
-    second runs only where its span is ``SECOND_START_ANGLE`` or more from the first's.
+    search can stay near it.  On 120 random 2-D rank-1 cases (tasks' features up to 1e6 apart in
+    scale) the equal-weight start ended more than 1 % above a brute force on 15, once 416x; with
+    the second, on 8 (BENCHMARKS.md, "Fuzz audits").  The second runs only where its span is
+    ``SECOND_START_ANGLE`` or more from the first's.
     """
     starts = [weighted_low_rank(anchors, weights, k)
               for weights in (np.ones(problem.m), problem.w * problem.smoothness)]
