@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-
 from mtl_opt._lazy import pyo
 from mtl_opt import interrupts
 

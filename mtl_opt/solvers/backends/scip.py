@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-
 from mtl_opt._lazy import pyo
 from mtl_opt import interrupts
 from mtl_opt.deadline import Deadline
