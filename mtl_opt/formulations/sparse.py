@@ -63,9 +63,6 @@ VARIANTS = {
     "zbar_bbar": (False, True, True),
 }
 
-#: Designs of at most this many columns (and at least as many rows) keep their Gram matrices
-#: (``SparseProblem.grams``); the top eigenvalue of a design this narrow is a dense one.
-SMALL_GRAM = 200
 #: Designs wider than this skip the dense eigenvalue of ``SparseProblem.curvature`` (mu = 0).
 MAX_CURVATURE_FEATURES = 2000
 #: Most numbers ``SparseProblem.gram_columns`` keeps (32 MB): an outer-approximation run that
@@ -343,26 +340,13 @@ class SparseProblem:
         rhs = np.empty(features.size)
         for k in range(self.n_tasks):
             block, cols = slice(ends[k], ends[k + 1]), features[ends[k]:ends[k + 1]]
-            if self.grams is None:
-                Xs = self.Xs[k][:, cols]
-                gram = Xs.T @ Xs / len(self.ys[k])
-            else:
-                gram = self.grams[k][np.ix_(cols, cols)]
-            H[block, block] += gram + np.diag(ridge[k, cols] + self.lambda_bbar)
-            rhs[block] = self.correlations[k, cols]
+            Xs, n = self.Xs[k][:, cols], len(self.ys[k])
+            H[block, block] += Xs.T @ Xs / n + np.diag(ridge[k, cols] + self.lambda_bbar)
+            rhs[block] = Xs.T @ self.ys[k] / n
         pinned = np.flatnonzero(self.excluded[tasks, features])
         H[pinned, :], H[:, pinned], rhs[pinned] = 0.0, 0.0, 0.0
         H[pinned, pinned] = 1.0
         return H, rhs
-
-    @cached_property
-    def grams(self) -> np.ndarray | None:
-        """(K, p, p) X_k^T X_k / n_k where p <= ``SMALL_GRAM`` <= every n_k, else None: bcd's
-        restricted problems, whose Gram matrix gives their step length, gradients and refits
-        without a pass over the rows."""
-        if self.n_features > SMALL_GRAM or min(len(y) for y in self.ys) < self.n_features:
-            return None
-        return np.array([X.T @ X / len(y) for X, y in zip(self.Xs, self.ys)])
 
     @cached_property
     def lipschitz(self) -> float:
@@ -370,12 +354,8 @@ class SparseProblem:
 
         max_k lambda_max(X_kA^T X_kA) / n_k + lambda_ridge + lambda_bbar, over the allowed columns A.
         """
-        if self.grams is not None:
-            spectral = max(_top_eigenvalue_of(G * np.outer(allowed, allowed))
-                           for G, allowed in zip(self.grams, self.allowed))
-        else:
-            spectral = max(_top_eigenvalue(X if allowed.all() else np.where(allowed, X, 0.0)) / len(y)
-                           for X, allowed, y in zip(self.Xs, self.allowed, self.ys))
+        spectral = max(_top_eigenvalue(X if allowed.all() else np.where(allowed, X, 0.0)) / len(y)
+                       for X, allowed, y in zip(self.Xs, self.allowed, self.ys))
         return float(spectral + self.lambda_ridge + self.lambda_bbar)
 
     @cached_property
@@ -504,20 +484,16 @@ def _top_eigenvalue(X: np.ndarray) -> float:
     result is reproducible, to relative tolerance 1e-4, then raised by 1e-3
     relative to cover its error (a step length for IHT, not a certificate).
     """
-    if min(X.shape) <= SMALL_GRAM:
-        return _top_eigenvalue_of(X @ X.T if X.shape[0] < X.shape[1] else X.T @ X)
+    if min(X.shape) <= 200:
+        gram = X @ X.T if X.shape[0] < X.shape[1] else X.T @ X
+        top, *_, info = scipy.linalg.lapack.dsyevr(gram, compute_v=0, range="I", il=len(gram),
+                                                  iu=len(gram))
+        return float(top[0]) if info == 0 else float(np.linalg.eigvalsh(gram)[-1])
     p = X.shape[1]
     operator = scipy.sparse.linalg.LinearOperator((p, p), matvec=lambda v: X.T @ (X @ v), dtype=float)
     top = scipy.sparse.linalg.eigsh(operator, k=1, which="LA", tol=1e-4, v0=np.ones(p),
                                     return_eigenvectors=False)[0]
     return float(top) * (1 + 1e-3)
-
-
-def _top_eigenvalue_of(gram: np.ndarray) -> float:
-    """The largest eigenvalue of a symmetric matrix, alone (LAPACK's ``dsyevr`` on one index)."""
-    top, *_, info = scipy.linalg.lapack.dsyevr(gram, compute_v=0, range="I", il=len(gram),
-                                              iu=len(gram))
-    return float(top[0]) if info == 0 else float(np.linalg.eigvalsh(gram)[-1])
 
 
 def _solve_spd(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:

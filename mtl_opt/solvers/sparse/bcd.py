@@ -335,9 +335,7 @@ def _gradient(problem, B, k):
     X, y = problem.Xs[k], problem.ys[k]
     support = np.flatnonzero(B[k])   # B is sparse: X @ B[k] from its support's columns only
     gradient = problem.lambda_ridge * B[k] - problem.correlations[k]
-    if support.size and problem.grams is not None:
-        gradient += problem.grams[k][:, support] @ B[k, support]
-    elif support.size:
+    if support.size:
         gradient += (X[:, support] @ B[k, support]) @ X / len(y)
     if problem.lambda_bbar:
         gradient += problem.lambda_bbar * (B[k] - B.mean(axis=0))
