@@ -522,7 +522,7 @@ def ticking(progress: Callable | None):
 def pyomo_solver(name: str) -> Any:
     """A new Pyomo contrib solver ``name``.  Pyomo is imported here, not when this module is (see
     ``mtl_opt._lazy``), pyomo.environ first: importing it registers the contrib solvers."""
-    pyo.Block   # noqa: B018 (the import of pyomo.environ)
+    importlib.import_module("pyomo.environ")
     from pyomo.contrib.solver.common.factory import SolverFactory
     return SolverFactory(name)
 
