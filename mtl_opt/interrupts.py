@@ -9,7 +9,8 @@ kernel's return (a SystemError), a HiGHS or SCIP callback (a crash), Pyomo's mod
 - every ``Deadline`` has expired (``deadline.py``), so each loop (bcd, the trees, OA, FISTA)
   stops as at its time limit, with its incumbent and its proven bound;
 - native solvers are stopped through their own mechanisms: HiGHS's interrupt callbacks
-  (``user_interrupt``), SCIP's own catch of SIGINT and its event handlers' ``interruptSolve``;
+  (``user_interrupt``), SCIP from the thread that waits for it (``interruptSolve`` and its
+  LP's interrupt, ``backends.scip.optimize_stoppably``), Gurobi by its own catch of SIGINT;
 - the fit's status is ``interrupted`` (``method.final_status``) and ``fit`` raises
   ``FitInterrupted`` carrying that result (the estimator keeps it as ``result_``).
 
@@ -71,6 +72,7 @@ class _State:
     hard_exit = False           # mtl-opt: a second signal exits at once
     installed = False
     final_code: int | None = None   # the command is over: a signal exits with this code
+    terminal: int | None = None     # mtl-opt: a copy of its stderr, which native_streams may silence
 
 
 _state = _State()
@@ -98,7 +100,7 @@ def requested() -> bool:
 
 
 def request(signum: int = signal.SIGINT) -> None:
-    """Record a stop, as a signal does: where a native solver caught SIGINT itself (SCIP), so
+    """Record a stop, as a signal does: where a native solver caught SIGINT itself (Gurobi), so
     the rest of the fit stops too."""
     if _state.signum is None:
         _state.signum = signum
@@ -123,8 +125,8 @@ def _handler(signum, frame):
     if _state.signum is not None:          # the second signal: not soft
         if _state.hard_exit:
             kill_children()
-            sys.stderr.write("mtl-opt: interrupted again: stopped at once\n")
-            sys.stderr.flush()
+            os.write(_state.terminal if _state.terminal is not None else 2,
+                     b"mtl-opt: interrupted again: stopped at once\n")
             _exit_now(EXIT_CODES.get(signum, 130))
         raise KeyboardInterrupt
     if _state.depth > 0:
@@ -156,6 +158,7 @@ def cli_signals():
         return
     saved = {s: signal.getsignal(s) for s in EXIT_CODES}
     _state.signum, _state.hard_exit, _state.installed = None, True, True
+    _state.terminal = os.dup(2)
     for s in EXIT_CODES:
         signal.signal(s, _handler)
     try:
@@ -164,6 +167,8 @@ def cli_signals():
         for s, previous in saved.items():
             signal.signal(s, previous if _state.final_code is None else signal.SIG_IGN)
         _state.signum, _state.hard_exit, _state.installed = None, False, False
+        os.close(_state.terminal)
+        _state.terminal = None
 
 
 @contextlib.contextmanager

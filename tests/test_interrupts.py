@@ -223,6 +223,26 @@ def test_a_second_signal_beside_live_workers_prints_one_line_and_leaks_no_semaph
     shm = Path("/dev/shm")   # where Linux keeps named semaphores (sem.loky-PID-...)
     assert not list(shm.glob(f"*loky-{pid}-*")) if shm.is_dir() else True
 
+def test_the_second_signals_line_reaches_the_terminal_while_a_solvers_output_is_silenced(tmp_path):
+    """A native solve sends fds 1 and 2 to /dev/null (``native_streams``): the hard exit's one line
+    went there too, and the command ended with nothing said.  It is written to mtl-opt's own
+    stderr, copied when the command started."""
+    script = tmp_path / "silenced.py"
+    script.write_text(textwrap.dedent("""
+        import time
+        from mtl_opt import interrupts
+        from mtl_opt.solvers.backends import native_streams
+        with interrupts.cli_signals(), interrupts.stoppable():
+            print("mtl-opt silenced", flush=True)
+            with native_streams(False):
+                time.sleep(60)
+    """))
+    rc, out, err, took, alive = interrupted([sys.executable, script], tmp_path,
+                                            [(signal.SIGINT, 0), (signal.SIGINT, 0.3)], after=0.2)
+    assert rc == 130 and err.strip() == "mtl-opt: interrupted again: stopped at once", (rc, err)
+    assert took < 20 and not alive, (took, alive)
+
+
 @pytest.fixture
 def python_sigint():
     """Python's own SIGINT handler in this (test worker) process, as in a user's script."""

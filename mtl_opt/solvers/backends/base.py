@@ -290,7 +290,7 @@ class Backend(abc.ABC):
         try:
             deadline.check()
             with (self._checked_translation(solver, deadline, progress), self._streams(self.native_log(opts)),
-                  self._releasing_gil(progress is not None), ticking(progress)):
+                  self._native_solve(), ticking(progress)):
                 results = solver.solve(model, tee=opts.verbose, load_solutions=False,
                                        raise_exception_on_nonoptimal_result=False,
                                        solver_options=options, timer=_on_optimize()(on_optimize))
@@ -434,9 +434,9 @@ class Backend(abc.ABC):
         """Where the solver's output goes during a solve (default: Pyomo's capture)."""
         return contextlib.nullcontext()
 
-    def _releasing_gil(self, wanted: bool) -> contextlib.AbstractContextManager:
-        """Where the native solve holds the GIL: a context in which it releases it when
-        ``wanted``, so the heartbeat thread (``ticking``) runs (default: nothing to do)."""
+    def _native_solve(self) -> contextlib.AbstractContextManager:
+        """A context in which the native solve releases the GIL (so the heartbeat thread,
+        ``ticking``, runs) and stops at once on a stop asked (default: nothing to do)."""
         return contextlib.nullcontext()
 
     def _duals(self, results: Any, constraints: list) -> dict[Any, float]:
@@ -501,7 +501,7 @@ def ticking(progress: Callable | None):
     """Call ``progress(None, None, None)`` every ``TICK`` seconds from a thread while the block
     runs: the heartbeat where a solver calls no callback for a while (HiGHS inside its sub-MIP
     heuristics: 9 s in a 60 s OA master; SCIP in strong branching: 10 s in a 60 s MIQP).  The
-    solver must release the GIL meanwhile: highspy does, SCIP through ``_releasing_gil``."""
+    solver must release the GIL meanwhile: highspy does, SCIP through ``_native_solve``."""
     if progress is None:
         yield
         return
@@ -551,7 +551,7 @@ def _on_optimize() -> type:
 
 
 def note_interrupt(native_status: str) -> None:
-    """Record a Ctrl-C that the native solver caught itself (SCIP's own SIGINT handler, in force
+    """Record a Ctrl-C that the native solver caught itself (Gurobi's own SIGINT handler, in force
     while it solves, so Python never saw the signal): the rest of the fit stops too
     (``interrupts.request``), and the run's status is ``interrupted``.  A stop already asked
     (a signal, or this fit's own ``Stop``) is what interrupted it: nothing more to record."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import ctypes
 import functools
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -138,15 +141,12 @@ class ScipBackend(Backend):
 
         return _patched(scip_direct, "capture_output", lambda *args, **kwargs: native_streams(verbose))
 
-    def _releasing_gil(self, wanted: bool) -> contextlib.AbstractContextManager:
-        # Pyomo's scip_direct calls Model().optimize(), which holds the GIL: SCIP's strong branching
-        # at the root ran 7-10 s without an event in a 60 s MIQP.  Its models are made of a Model
-        # whose optimize() is pyscipopt's optimizeNogil() (callbacks take the GIL back).
-        if not wanted:
-            return contextlib.nullcontext()
+    def _native_solve(self) -> contextlib.AbstractContextManager:
+        # Pyomo's scip_direct calls Model().optimize(), which holds the GIL and cannot be stopped
+        # inside an LP: its models are made of a Model whose optimize() is ``optimize_stoppably``.
         import pyscipopt
 
-        return _patched(pyscipopt, "Model", _released_model())
+        return _patched(pyscipopt, "Model", _stoppable_model())
 
     # --- for code that drives SCIP itself (single-tree OA's constraint handler) ------------
 
@@ -182,14 +182,81 @@ class ScipBackend(Backend):
 
 
 @functools.cache
-def _released_model() -> type:
-    """pyscipopt's Model, its optimize() releasing the GIL (``optimizeNogil``)."""
+def _stoppable_model() -> type:
+    """pyscipopt's Model, its optimize() ``optimize_stoppably``."""
     import pyscipopt
 
     class Model(pyscipopt.Model):
         def optimize(self):
-            self.optimizeNogil()
+            optimize_stoppably(self)
     return Model
+
+
+#: Seconds between a waiting caller's looks at a stop asked (``optimize_stoppably``).
+POLL = 0.05
+
+
+def optimize_stoppably(scip: Any) -> None:
+    """``scip.optimizeNogil()`` (callbacks take the GIL back) in a thread of its own, while the
+    calling thread waits and, once a stop is asked (``interrupts.requested()``), stops SCIP and
+    the LP it is in.
+
+    SCIP looks at a stop between LPs only, and its own Ctrl-C catch does not reach SoPlex: one
+    root LP of a 60,000-row MIQP (sMTL l0l2, K = 5, p = 200, lambda_ridge 0.001) ran on for 37 s
+    after Ctrl-C, and a second Ctrl-C went to SCIP's count, not to ``interrupts``.  So SCIP's catch
+    is off (``misc/catchctrlc``): signals reach Python's handler in this waiting thread at once,
+    and the LP is stopped by ``SCIPinterruptLP`` (not in pyscipopt: through ctypes).  An
+    exception here (a second Ctrl-C in Python) stops SCIP too before it goes on."""
+    scip.setParam("misc/catchctrlc", False)
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            scip.optimizeNogil()
+        except BaseException as exc:   # raised again in the caller's thread
+            failure.append(exc)
+    solve = threading.Thread(target=contextvars.copy_context().run, args=(run,),
+                             name="mtl_opt-scip", daemon=True)
+    solve.start()
+    try:
+        while solve.is_alive() and not interrupts.requested():
+            solve.join(POLL)
+    finally:
+        if solve.is_alive():
+            scip.interruptSolve()
+            _interrupt_lp(scip)
+            while solve.is_alive():
+                solve.join(POLL)
+    if failure:
+        raise failure[0]
+
+
+def _interrupt_lp(scip: Any) -> None:
+    """Stop the LP ``scip`` is solving (SCIP's ``SCIPinterruptLP``), where the library has it."""
+    interrupt = _lp_interrupter()
+    if interrupt is not None:
+        interrupt(_pointer(scip.to_ptr(False)), 1)
+
+
+@functools.cache
+def _lp_interrupter() -> Any:
+    """SCIP's ``SCIPinterruptLP(scip, interrupt)`` from the library pyscipopt is linked to, or
+    None where it has none."""
+    import pyscipopt.scip
+
+    try:
+        function = ctypes.CDLL(pyscipopt.scip.__file__).SCIPinterruptLP
+    except (OSError, AttributeError):
+        return None
+    function.argtypes, function.restype = [ctypes.c_void_p, ctypes.c_uint], ctypes.c_int
+    return function
+
+
+def _pointer(capsule: Any) -> int:
+    """The SCIP* a pyscipopt ``to_ptr`` capsule holds."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.argtypes, get.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    return get(capsule, b"scip")
 
 
 @functools.cache

@@ -31,7 +31,7 @@ from ...formulations.sparse_models import Cut, dual_bound_margin, perspective_cu
 from ...result import Status, relative_gap
 from ..backends import ScipBackend, get_backend, native_streams, note_interrupt
 from ..backends.base import ticking
-from ..backends.scip import event_watcher
+from ..backends.scip import event_watcher, optimize_stoppably
 from ...deadline import Deadline
 from ..method import SolverRun
 from .oa import FRACTIONAL_SUPPORT, fitted_options, oa_start
@@ -125,7 +125,7 @@ def _optimize(scip, handler: "_CutHandler", options: SolveOptions, deadline: Dea
     while (left := deadline.remaining()) > 0:
         if left < np.inf:   # SCIP's clock runs on across resumes
             scip.setParam("limits/time", scip.getSolvingTime() + left)
-        scip.optimizeNogil()   # callbacks take the GIL back; between them, ``ticking`` beats
+        optimize_stoppably(scip)   # callbacks take the GIL back; between them, ``ticking`` beats
         lower = _lower_bound(scip, margin())
         if (scip.getStatus() != "gaplimit" or own_rule or lower is None
                 or relative_gap(handler.upper, lower) <= options.rel_gap
