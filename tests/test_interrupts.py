@@ -76,12 +76,14 @@ def _default_signals():
         signal.signal(signum, signal.SIG_DFL)
 
 
-def interrupted(argv, cwd, signals, *, after=2.0, env=ENV, ready="mtl-opt "):
+def interrupted(argv, cwd, signals, *, after=2.0, env=ENV, ready="mtl-opt ", group=False):
     """Start ``argv``; once its stdout shows ``ready`` wait ``after`` s, then send each signal of
-    ``signals`` (a list of (signal, seconds after the previous one)).  Returns (returncode,
-    stdout, stderr, seconds from the first signal to the exit, descendants alive 2 s later)."""
+    ``signals`` (a list of (signal, seconds after the previous one)), to its whole process group
+    when ``group`` (as a terminal's Ctrl-C: its worker processes get it too).  Returns
+    (returncode, stdout, stderr, seconds from the first signal to the exit, descendants alive 2 s
+    later)."""
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=_default_signals)
+                            text=True, preexec_fn=_default_signals, start_new_session=group)
     first = proc.stdout.readline()
     assert first.startswith(ready), (first, proc.stderr.read() if proc.poll() is not None else "")
     seen, me = set(), psutil.Process(proc.pid)
@@ -96,7 +98,7 @@ def interrupted(argv, cwd, signals, *, after=2.0, env=ENV, ready="mtl-opt "):
     for signum, wait in signals:
         time.sleep(wait)
         if proc.poll() is None:
-            proc.send_signal(signum)
+            os.killpg(proc.pid, signum) if group else proc.send_signal(signum)
     out, err = proc.communicate(timeout=120)
     took = time.monotonic() - sent
     time.sleep(2)
@@ -161,6 +163,42 @@ def test_ctrl_c_on_the_highs_oa_loop_never_crashes(folder, tmp_path):
     with ThreadPoolExecutor(2) as pool:
         for outcome, out in pool.map(one, range(20)):
             check_cli_stop(outcome, out, 130)
+
+
+@pytest.mark.parametrize("run", [0, 1])
+def test_a_terminals_ctrl_c_to_the_tree_and_its_workers_keeps_the_result(folder, tmp_path, run):
+    """A terminal sends Ctrl-C to the whole process group: the clustered tree's local workers
+    raised KeyboardInterrupt in their jobs, which reached the parent, and the command ended with
+    no result (3 runs in 4).  They ignore it now; the parent stops them."""
+    out = tmp_path / "r.json"
+    check_cli_stop(interrupted(solve(folder, "clustered", out), folder, [(signal.SIGINT, 0)],
+                               after=3.0 + run, group=True), out, 130)
+    assert out.exists()
+
+
+def test_a_terminals_ctrl_c_to_a_scikit_learn_search_leaves_no_semaphore_behind(folder, tmp_path):
+    """GridSearchCV's workers (n_jobs=2) build Pyomo models, and Pyomo makes a named semaphore in
+    each; stopped by Ctrl-C, they left both to the resource tracker, which warned about leaked
+    semaphores on the terminal.  The name is unlinked once made (``_lazy.unlink_pyomo_lock``)."""
+    script = tmp_path / "search.py"
+    script.write_text(textwrap.dedent(f"""
+        import numpy as np, sklearn
+        from sklearn.model_selection import GridSearchCV
+        from mtl_opt import MultiTaskData, SolveOptions, SparseMTL, TaskKFold
+        data = MultiTaskData.from_npz({str(folder / "sparse.npz")!r})
+        X, y = np.vstack(data.Xs), np.concatenate(data.ys)
+        task = np.repeat(np.arange(len(data.ys)), [len(v) for v in data.ys])
+        sklearn.set_config(enable_metadata_routing=True)
+        est = SparseMTL(s=10, lambda_ridge=0.1, algorithm="oa_multi_tree",
+                        solve_options=SolveOptions(time_limit=60))
+        print("mtl-opt search", flush=True)
+        GridSearchCV(est, {{"lambda_zbar": [0.1, 0.2]}}, n_jobs=2,
+                     cv=TaskKFold(3, shuffle=True, random_state=0)).fit(X, y, task=task)
+    """))
+    rc, out, err, took, alive = interrupted([sys.executable, script], tmp_path, [(signal.SIGINT, 0)],
+                                            after=5.0, group=True)
+    assert rc != 0 and "KeyboardInterrupt" in err and "leaked" not in err, (rc, err)
+    assert took < 20 and not alive, (took, alive)
 
 
 def test_ctrl_c_during_the_numba_compile_stops_it(folder, tmp_path):

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from mtl_opt._lazy import pyo
+from mtl_opt._lazy import import_pyomo, pyo
 from mtl_opt.errors import (
     CapabilityError,
     InvalidParameterError,
@@ -522,7 +522,7 @@ def ticking(progress: Callable | None):
 def pyomo_solver(name: str) -> Any:
     """A new Pyomo contrib solver ``name``.  Pyomo is imported here, not when this module is (see
     ``mtl_opt._lazy``), pyomo.environ first: importing it registers the contrib solvers."""
-    importlib.import_module("pyomo.environ")
+    import_pyomo()
     from pyomo.contrib.solver.common.factory import SolverFactory
     return SolverFactory(name)
 
