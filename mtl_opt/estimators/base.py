@@ -59,6 +59,7 @@ from ..identifiability import check_some_signal, named_pairs
 from ..params import (NONE, BOOLEAN, InstanceOf, Interval, OneOf, OneOfKeys, SequenceOf, validate,
                       validate_attributes)
 from ..deadline import Deadline, DeadlineReached
+from ..resources import blas_for
 from ..result import FitResult, Status
 from ..solvers.method import NO_BOUND, SolverRun, final_status
 from ..solvers.options import SolveOptions
@@ -253,25 +254,26 @@ class MTLEstimator(RegressorMixin, BaseEstimator):
         with interrupts.stoppable() as stop, reporting(callback, stop):
             self._check_params()   # before the data: fit reads them with task_column and classes_
             data = self._fit_data(X, y, task, sample_weight)
-            if not self._planned(data):
-                self._check_data(data)
-            try:
-                if model is not None:
-                    self._check_spec(model, data)
-                    result = self._fit_spec(model, data)
-                else:
-                    result = (self._fit(data, init)  # type: ignore[call-arg]  # its _fit takes init
-                              if self.supports_warm_start else self._fit(data))
-            except (MTLOptError, DeadlineReached) as exc:   # e.g. no solution found by the stop
-                if interrupts.requested():
-                    raise interrupts.FitInterrupted(None, "the fit was interrupted before an "
-                                                    "estimate") from exc
-                raise
-            self._adopt(result, data)
-            result.wall_time = time.perf_counter() - start - result.compile_time
-            if result.status is Status.INTERRUPTED:
-                raise interrupts.FitInterrupted(result, "the fit was interrupted; result_ holds its "
-                                                "best estimate and the bound proven by then")
+            with blas_for(data.n_samples, data.n_features):
+                if not self._planned(data):
+                    self._check_data(data)
+                try:
+                    if model is not None:
+                        self._check_spec(model, data)
+                        result = self._fit_spec(model, data)
+                    else:
+                        result = (self._fit(data, init)  # type: ignore[call-arg]  # its _fit takes init
+                                  if self.supports_warm_start else self._fit(data))
+                except (MTLOptError, DeadlineReached) as exc:   # e.g. no solution found by the stop
+                    if interrupts.requested():
+                        raise interrupts.FitInterrupted(None, "the fit was interrupted before an "
+                                                        "estimate") from exc
+                    raise
+                self._adopt(result, data)
+                result.wall_time = time.perf_counter() - start - result.compile_time
+                if result.status is Status.INTERRUPTED:
+                    raise interrupts.FitInterrupted(result, "the fit was interrupted; result_ holds its "
+                                                    "best estimate and the bound proven by then")
         return self
 
     def _fit_data(self, X, y, task, sample_weight=None) -> MultiTaskData:
