@@ -110,6 +110,28 @@ def test_a_fit_tests_each_tasks_columns_for_identification_once(monkeypatch):
     assert len(calls) == 4, calls
 
 
+def test_a_stop_during_the_ols_stage_ends_the_fit_before_the_next_task(monkeypatch):
+    """MOLAR has no estimate before every task's OLS fit; a Ctrl-C during that stage waited for all
+    of them (100 tasks of 5,000 x 200: 5-8 s).  Now the stage stops at the next task and the fit
+    raises FitInterrupted with no result."""
+    from mtl_opt import interrupts
+    from mtl_opt.solvers import least_squares
+
+    calls = []
+    fitted = least_squares.ols
+
+    def stopped_at_the_third(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            interrupts.request()   # as the first Ctrl-C does inside a fit
+        return fitted(*args, **kwargs)
+    monkeypatch.setattr(least_squares, "ols", stopped_at_the_third)
+    sim = sparse_heterogeneity(d=4, M=8, n=30, s=2, sigma=0.1, seed=0)
+    with interrupts.stoppable(), pytest.raises(interrupts.FitInterrupted) as stop:
+        MOLAR(fit_intercept=False).fit(sim.data)
+    assert len(calls) == 3 and stop.value.result is None
+
+
 def test_one_task_molar_is_ols():
     problem = sparse_heterogeneity(d=3, M=1, n=30, s=1, seed=0)
     assert np.allclose(MOLAR().fit(problem.data).coef_, PerTaskOLS().fit(problem.data).coef_)
