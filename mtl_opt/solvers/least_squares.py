@@ -17,13 +17,13 @@ from ..formulations.least_squares import OLSFit, ols, with_intercept
 def fitted_columns(data: MultiTaskData, fit_intercept: bool, residual_dof: int = 0) -> np.ndarray:
     """(K, p) bool: the features per-task least squares fits in each task (the one rule).
 
-    ``identifiability.identified_columns`` (kept by the data: ``MultiTaskData.unidentified``;
-    a MOLAR fit asks in its check, its fit and its result), then, while a task would keep fewer than
-    ``residual_dof`` residual degrees of freedom (n_k - intercept - features; with
+    ``identifiability.identified_columns`` (kept by the data: ``MultiTaskData.unidentified``; a
+    MOLAR fit asks in its check, its fit and its result), then, while a task would keep fewer
+    than ``residual_dof`` residual degrees of freedom (n_k - intercept - features; with
     ``residual_dof``, n_k is its ``MultiTaskData.counts``: the whole weight of weighted data
-    rounded down, as duplicated rows would count), its last kept
-    features in column order are dropped: they count as not identified in that task (MOLAR
-    asks for 1 when it estimates sigma_k).  Refuses a task left with no feature.
+    rounded down, as duplicated rows would count), its last kept features in column order are
+    dropped: they count as not identified in that task (MOLAR asks for 1 when it estimates
+    sigma_k).  Refuses a task left with no feature.
     """
     mask = ~data.unidentified(fit_intercept, collinear=True)
     # the noise level's degrees of freedom count observations (weights); identification, rows

@@ -204,10 +204,10 @@ def optimize_stoppably(scip: Any) -> None:
     SCIP looks at a stop between LPs only, and its own Ctrl-C catch does not reach SoPlex: the
     root LP of an MIQP (sMTL l0l2, K = 5, p = 200, 1,000 rows of data, lambda_ridge 0.001; 8,006
     LP rows, 46,000 simplex iterations) ran on for 37 s after Ctrl-C, and a second Ctrl-C went to
-    SCIP's count, not to ``interrupts``.  So SCIP's catch
-    is off (``misc/catchctrlc``): signals reach Python's handler in this waiting thread at once,
-    and the LP is stopped by ``SCIPinterruptLP`` (not in pyscipopt: through ctypes).  An
-    exception here (a second Ctrl-C in Python) stops SCIP too before it goes on."""
+    SCIP's count, not to ``interrupts``.  So SCIP's catch is off (``misc/catchctrlc``): signals
+    reach Python's handler in this waiting thread at once, and the LP is stopped by
+    ``SCIPinterruptLP`` (not in pyscipopt: through ctypes).  An exception here (a second Ctrl-C
+    in Python) stops SCIP too before it goes on."""
     scip.setParam("misc/catchctrlc", False)
     failure: list[BaseException] = []
 
